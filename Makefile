@@ -1,0 +1,80 @@
+# blklab: build, run and test. See README.md.
+#
+#   make scenario [SCENARIO=name]   build what is missing, run scenarios/<name>.toml
+#   make test                       build everything and run every test
+#
+# Steps: deps qemu cmake blkgen image. Builds that take minutes (QEMU, the
+# guest image) are cached by the hash of their inputs under $(BLKLAB_CACHE)
+# and linked into build/.
+
+SHELL := /bin/bash
+PYTHON := /usr/bin/python3
+BLKLAB_CACHE ?= $(HOME)/.cache/blklab
+BUILD := $(CURDIR)/build
+CMAKE_BUILD := $(BUILD)/cmake
+FLAVOUR ?= amd64
+SCENARIO ?= default
+JOBS ?= $(shell nproc)
+export BLKLAB_CACHE
+
+# Every Debian package blklab needs to build, run and test.
+DEB_PACKAGES := \
+	build-essential cmake ninja-build meson pkg-config flex bison dpkg-dev \
+	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
+	busybox-static fio blktrace cpio kmod zstd xz-utils git \
+	liburing-dev nlohmann-json3-dev libtoml11-dev \
+	libgtest-dev libgmock-dev libbenchmark-dev \
+	python3-pytest python3-numpy python3-scipy python3-jinja2 \
+	python3-jsonschema python3-rich python3-matplotlib
+
+.PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean
+
+all: qemu image
+
+deps:
+	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(DEB_PACKAGES) 2>/dev/null \
+	    | awk '$$1 == "ii" {print $$2}' | sort -u | comm -13 - <(printf '%s\n' $(DEB_PACKAGES) | sort -u)); \
+	if [ -n "$$missing" ]; then \
+	    echo "deps: installing" $$missing; \
+	    if [ ! -f /var/lib/apt/lists/.blklab-updated ]; then \
+	        apt-get update -q && touch /var/lib/apt/lists/.blklab-updated; \
+	    fi; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+	    echo "deps: all $(words $(DEB_PACKAGES)) packages present"; \
+	fi
+
+qemu: deps
+	qemu-patches/build-qemu.sh
+
+cmake: deps
+	@if [ ! -f $(CMAKE_BUILD)/build.ninja ]; then \
+	    cmake -S . -B $(CMAKE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo; \
+	fi
+	cmake --build $(CMAKE_BUILD) -j $(JOBS)
+
+blkgen: cmake
+
+image: blkgen
+	guest-images/build-image.sh --flavour $(FLAVOUR) --blkgen $(CMAKE_BUILD)/workload/blkgen
+
+scenario: qemu image
+	cd harness && $(PYTHON) -m blklab run ../scenarios/$(SCENARIO).toml
+
+test: qemu image
+	$(MAKE) test-unit
+	$(MAKE) test-qtest
+	$(MAKE) test-e2e
+
+test-unit: cmake
+	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
+	cd harness && $(PYTHON) -m pytest -q tests
+
+test-qtest:
+	tests/qtest/run-qtests.sh
+
+test-e2e:
+	$(PYTHON) -m pytest -q tests/e2e
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,5 @@
+import sys
+
+from blklab.cli import main
+
+sys.exit(main())

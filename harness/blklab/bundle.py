@@ -1,0 +1,95 @@
+"""The job bundle: a small newc cpio appended to the guest initramfs.
+
+The kernel unpacks concatenated cpio archives in order, so the bundle's
+files appear under /job in the guest next to the image's own files. The
+guest init (guest-images/init) documents what it reads from them. The
+archive is deterministic: fixed inode numbers, mtime 0, owner root.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from blklab.scenario import Cell, Job
+
+_MAGIC = b"070701"
+_DIR = 0o040755
+_FILE = 0o100644
+
+
+def _entry(ino: int, name: str, mode: int, data: bytes = b"") -> bytes:
+    encoded = name.encode() + b"\0"
+    fields = [ino, mode, 0, 0, 2 if mode == _DIR else 1, 0, len(data), 0, 0, 0, 0,
+              len(encoded), 0]
+    header = _MAGIC + b"".join(b"%08X" % f for f in fields)
+    out = header + encoded
+    out += b"\0" * (-len(out) % 4)
+    out += data
+    out += b"\0" * (-len(out) % 4)
+    return out
+
+
+def cpio_newc(files: dict[str, bytes]) -> bytes:
+    """A newc archive holding `files` (path -> content) and their parent
+    directories, entries sorted by path."""
+    dirs = set()
+    for path in files:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]))
+    entries = sorted([(d, None) for d in dirs] + list(files.items()))
+    out = b""
+    for ino, (path, data) in enumerate(entries, start=1):
+        out += _entry(ino, path, _DIR if data is None else _FILE, data or b"")
+    out += _entry(0, "TRAILER!!!", 0)
+    out += b"\0" * (-len(out) % 512)
+    return out
+
+
+@dataclass(frozen=True)
+class JobBundle:
+    """What one cell's guest is told to do."""
+
+    cell_id: str
+    device_kind: str
+    scheduler: str
+    workload: str  # "blkgen", "fio" or "probe"
+    tunables: tuple[tuple[str, str], ...]  # (path under queue/, value)
+    workload_args: tuple[str, ...]
+
+    @classmethod
+    def for_cell(cls, cell: Cell, workload: str, jobs: list[Job]) -> "JobBundle":
+        args: list[str] = []
+        for job in jobs:
+            args += job.args()
+            if not any(k == "randseed" for k, _ in job.options):
+                args.append(f"--randseed={cell.seed}")
+        if workload == "fio":
+            args.append("--eta=never")
+        return cls(cell.id, cell.device.kind, cell.scheduler, workload,
+                   tuple(cell.tunables()), tuple(args))
+
+    @classmethod
+    def probe(cls) -> "JobBundle":
+        return cls("probe", "", "", "probe", (), ())
+
+    def files(self) -> dict[str, bytes]:
+        env = {
+            "BLKLAB_CELL": self.cell_id,
+            "BLKLAB_DEVICE_KIND": self.device_kind,
+            "BLKLAB_SCHEDULER": self.scheduler,
+            "BLKLAB_WORKLOAD": self.workload,
+        }
+        for value in list(env.values()) + [v for t in self.tunables for v in t] + list(
+                self.workload_args):
+            if "\n" in value:
+                raise ValueError(f"job bundle value spans lines: {value!r}")
+        return {
+            "job/job.env": "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()).encode(),
+            "job/tunables": "".join(f"{k} {v}\n" for k, v in self.tunables).encode(),
+            "job/workload.args": "".join(f"{a}\n" for a in self.workload_args).encode(),
+        }
+
+    def cpio(self) -> bytes:
+        return cpio_newc(self.files())

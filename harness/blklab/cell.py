@@ -1,0 +1,190 @@
+"""Running one cell: a fresh VM with the cell's job bundle, then its result.
+
+A cell fails (status "failed", with the reason, the console log and the
+QEMU command line kept) when QEMU fails, the guest panics or times out, the
+guest reports a failure (missing device, a tunable the kernel refuses, a
+workload error), or what is in effect differs from what was asked. A cell
+never fails silently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from blklab import channel
+from blklab.bundle import JobBundle
+from blklab.errors import VMError
+from blklab.results import CellResult, disk_delta, parse_diskstat, parse_kv, summarize
+from blklab.scenario import Cell, Scenario
+from blklab.vm import VM, VMConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CellContext:
+    """Everything a cell needs besides the scenario."""
+
+    qemu: Path
+    image_dir: Path
+    image: dict[str, Any]  # image.json of the guest image
+    accel: str
+    mode: str
+    icount_shift: int = 0
+
+
+def cell_json_path(run_dir: Path, cell_id: str) -> Path:
+    return run_dir / f"cell-{cell_id}.json"
+
+
+def scheduler_in_effect(text: str) -> str | None:
+    """'mq-deadline [kyber] bfq none' -> 'kyber'."""
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1]
+    return None
+
+
+def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
+               bundle: JobBundle) -> dict[str, Any]:
+    d = cell.device
+    return {
+        "scenario": scenario.name,
+        "device": {"name": d.name, "kind": d.kind, "backing": d.backing,
+                   "size_bytes": d.size_bytes, "rotation_rate": d.rotation_rate},
+        "scheduler": cell.scheduler,
+        "tunables": dict(cell.tunables()),
+        "seed": cell.seed,
+        "repeat": cell.repeat,
+        "workload": scenario.workload,
+        "workload_args": list(bundle.workload_args),
+        "mode": ctx.mode,
+        "accel": ctx.accel,
+        "vcpus": scenario.guest.vcpus,
+        "memory_mib": scenario.guest.memory_mib,
+        "kernel_flavour": scenario.guest.flavour,
+    }
+
+
+def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
+    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs)
+    return CellResult(cell_id=cell.id, status="failed", error=error,
+                      request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
+                      host={"qemu_cmdline": [], "wall_seconds": 0.0})
+
+
+def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) -> CellResult:
+    workdir = run_dir / "cells" / cell.id
+    workdir.mkdir(parents=True, exist_ok=True)
+    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs)
+    initrd = workdir / "initrd.cpio"
+    with open(initrd, "wb") as out, open(ctx.image_dir / "initramfs.cpio", "rb") as base:
+        shutil.copyfileobj(base, out, 1 << 20)
+        out.write(bundle.cpio())
+    backing = None
+    if cell.device.backing == "file":
+        backing = workdir / "disk.raw"
+        with open(backing, "wb") as f:
+            f.truncate(cell.device.size_bytes)
+
+    config = VMConfig(
+        qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=workdir,
+        vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
+        mode=ctx.mode, icount_shift=ctx.icount_shift, device=cell.device, backing_path=backing)
+    result = CellResult(cell_id=cell.id, status="failed", error=None,
+                        request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
+    vm_error = None
+    started = time.monotonic()
+    try:
+        vm = VM(config)
+        result.host["qemu_cmdline"] = vm.cmd
+        with vm:
+            vm.wait(scenario.timeout_s)
+    except VMError as e:
+        vm_error = str(e)
+    finally:
+        result.host["wall_seconds"] = round(time.monotonic() - started, 3)
+        initrd.unlink(missing_ok=True)
+        if backing is not None:
+            backing.unlink(missing_ok=True)
+
+    try:
+        blob = config.results_path.read_bytes()
+    except FileNotFoundError:
+        blob = b""
+    data = channel.parse(blob)
+    _fill_from_guest(result, data)
+    result.files["console_log"] = str(config.console_log.relative_to(run_dir))
+    result.files["cmdline"] = str((workdir / "cmdline.txt").relative_to(run_dir))
+    for name in ("workload.stderr", "dmesg.txt"):
+        if data.files.get(name):
+            (workdir / name).write_bytes(data.files[name])
+            result.files[name] = str((workdir / name).relative_to(run_dir))
+
+    result.error = _failure(cell, result, data, vm_error)
+    result.status = "failed" if result.error else "ok"
+    if result.error:
+        log.warning("cell %s failed: %s", cell.id, result.error)
+    return result
+
+
+def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
+    f = data.files
+    if "guest.txt" in f:
+        result.guest = parse_kv(f["guest.txt"].decode(errors="replace"))
+    if "image.json" in f:
+        try:
+            result.guest["image"] = json.loads(f["image.json"])
+        except ValueError:
+            pass
+    if "sysfs.txt" in f:
+        kv = parse_kv(f["sysfs.txt"].decode(errors="replace"))
+        result.in_effect = {
+            "scheduler": scheduler_in_effect(kv.pop("scheduler", "")) or "",
+            "iosched": {k[len("iosched/"):]: v for k, v in kv.items() if k.startswith("iosched/")},
+            "queue": {k: v for k, v in kv.items() if not k.startswith("iosched/")},
+        }
+    if "device.txt" in f:
+        result.guest["device"] = parse_kv(f["device.txt"].decode(errors="replace"))
+    if "stat_before.txt" in f and "stat_after.txt" in f:
+        elapsed = None
+        if "uptime_before.txt" in f and "uptime_after.txt" in f:
+            t0 = float(f["uptime_before.txt"].split()[0])
+            t1 = float(f["uptime_after.txt"].split()[0])
+            elapsed = round((t1 - t0) * 1000.0, 3)
+        result.disk_stats = disk_delta(parse_diskstat(f["stat_before.txt"].decode()),
+                                       parse_diskstat(f["stat_after.txt"].decode()), elapsed)
+    if "workload.json" in f:
+        try:
+            result.workload = json.loads(f["workload.json"])
+            result.summary = summarize(result.workload)
+        except ValueError as e:
+            result.workload = None
+            result.guest["workload_json_error"] = str(e)
+
+
+def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
+             vm_error: str | None) -> str | None:
+    """The reason the cell failed, or None."""
+    if data.status == "fail":
+        return f"guest: {data.reason}"
+    if vm_error:
+        return vm_error
+    if data.status != "ok":
+        if data.hello is None:
+            return "guest never reached blklab's init (see the console log)"
+        return "guest ended without reporting a result (see the console log)"
+    if result.workload is None:
+        return "guest reported success but sent no workload JSON"
+    in_effect = result.in_effect.get("scheduler")
+    if in_effect != cell.scheduler:
+        return f"scheduler in effect is '{in_effect}', asked for '{cell.scheduler}'"
+    if not any(row["total_ios"] for row in result.summary):
+        return "the workload completed no I/O"
+    return None

@@ -1,0 +1,39 @@
+"""Where blklab finds its builds: the repository's build/ links into the
+cache (see Makefile), overridable with BLKLAB_BUILD and BLKLAB_CACHE."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from blklab.errors import BuildMissingError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("BLKLAB_BUILD", REPO / "build"))
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("BLKLAB_CACHE", Path.home() / ".cache" / "blklab"))
+
+
+def qemu_dir() -> Path:
+    d = build_dir() / "qemu"
+    if not (d / "bin" / "qemu-system-x86_64").exists():
+        raise BuildMissingError(f"no QEMU build at {d}: run 'make qemu'")
+    return d.resolve()
+
+
+def qemu_binary() -> Path:
+    return qemu_dir() / "bin" / "qemu-system-x86_64"
+
+
+def image_dir(flavour: str) -> Path:
+    d = build_dir() / "images" / flavour
+    if not (d / "image.json").exists():
+        raise BuildMissingError(
+            f"no guest image for kernel flavour '{flavour}' at {d}: "
+            f"run 'make image FLAVOUR={flavour}'")
+    return d.resolve()

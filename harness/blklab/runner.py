@@ -1,0 +1,178 @@
+"""Running a scenario: cells in parallel, one fresh VM each, a manifest of
+every input, and resume.
+
+The run directory is results/<scenario>/<run-id>/ where run-id is a hash of
+every input (scenario file, mode, accelerator, QEMU build, guest image), so
+running the same command again finds the same directory and runs only the
+cells that are missing or failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import socket
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from blklab import __version__, accel as accel_mod, paths
+from blklab.cell import CellContext, cell_json_path, failed_result, run_cell
+from blklab.errors import BlklabError
+from blklab.results import load_cell, validate, write_atomic
+from blklab.scenario import Cell, Scenario
+
+log = logging.getLogger(__name__)
+
+MANIFEST_SCHEMA_VERSION = 1
+
+
+@dataclass
+class RunOptions:
+    mode: str | None = None  # overrides the scenario's
+    accel: str | None = None  # None: probe
+    jobs: int | None = None
+    out: Path | None = None  # the run directory; default results/<scenario>/<run-id>
+    repeats: int | None = None
+    icount_shift: int = 0
+    results_root: Path | None = None
+
+
+def host_info() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"hostname": socket.gethostname(), "cpu_model": model, "cores": os.cpu_count(),
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
+              qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
+    key = json.dumps({
+        "scenario": scenario.sha256, "repeats": scenario.repeats, "mode": mode, "accel": accel,
+        "icount_shift": icount_shift, "qemu": qemu_manifest, "image": image.get("hash"),
+        "blklab": __version__,
+    }, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class Progress:
+    """Cells done and failed, and an ETA, one line per finished cell."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.started = time.monotonic()
+        self.stream = stream
+
+    def cell_finished(self, cell_id: str, status: str, seconds: float) -> None:
+        self.done += 1
+        self.failed += status != "ok"
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / self.done * (self.total - self.done)
+        print(f"[{self.done}/{self.total} done, {self.failed} failed, ETA {eta:.0f} s] "
+              f"{cell_id}: {status} ({seconds:.1f} s)", file=self.stream, flush=True)
+
+
+def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, Any]]]:
+    """Run every cell not already done; return the run directory and every
+    cell's result, in cell order."""
+    if options.repeats is not None:
+        scenario.repeats = options.repeats
+    mode = options.mode or scenario.mode
+    qemu = paths.qemu_binary()
+    image_dir = paths.image_dir(scenario.guest.flavour)
+    image = _read_json(image_dir / "image.json")
+    qemu_manifest = _read_json(paths.qemu_dir() / "manifest.json")
+
+    if options.accel:
+        accel = options.accel
+    elif mode == "deterministic":
+        accel = "tcg"
+    else:
+        accel = accel_mod.probe(qemu, image_dir, paths.cache_dir() / "accel-probe.json")
+    if mode == "deterministic" and accel != "tcg":
+        raise BlklabError("deterministic mode runs under TCG only (icount); "
+                          f"--accel {accel} is not possible with it")
+
+    run_id = run_id_of(scenario, mode, accel, options.icount_shift, qemu_manifest, image)
+    root = options.results_root or (paths.REPO / "results")
+    run_dir = options.out or (root / scenario.name / run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cells = scenario.cells()
+
+    manifest = {
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "run_id": run_id,
+        "blklab_version": __version__,
+        "scenario": {"name": scenario.name, "path": str(scenario.path),
+                     "sha256": scenario.sha256, "description": scenario.description},
+        "mode": mode,
+        "accel": accel,
+        "icount_shift": options.icount_shift if mode == "deterministic" else None,
+        "seeds": scenario.seeds,
+        "repeats": scenario.repeats,
+        "qemu": qemu_manifest,
+        "image": image,
+        "devmodel": None,
+        "cells": [c.id for c in cells],
+        "host": host_info(),
+    }
+    write_atomic(run_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    todo: list[Cell] = []
+    for c in cells:
+        existing = load_cell(cell_json_path(run_dir, c.id))
+        if existing is None or existing.get("status") != "ok":
+            todo.append(c)
+    if len(todo) < len(cells):
+        print(f"resuming {run_dir}: {len(cells) - len(todo)} of {len(cells)} cells done",
+              file=sys.stderr)
+
+    ctx = CellContext(qemu=qemu, image_dir=image_dir, image=image, accel=accel, mode=mode,
+                      icount_shift=options.icount_shift)
+    jobs = options.jobs or os.cpu_count() or 1
+    progress = Progress(len(todo))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures: dict[Future, Cell] = {
+            pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                cell = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as e:  # a harness fault fails this cell only
+                    log.exception("cell %s: harness error", cell.id)
+                    result = failed_result(cell, scenario, ctx, f"harness error: {e}")
+                data = json.loads(result.to_json())
+                validate(data)
+                write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
+                progress.cell_finished(cell.id, result.status, result.host["wall_seconds"])
+
+    results = []
+    for c in cells:
+        data = load_cell(cell_json_path(run_dir, c.id))
+        if data is not None:
+            results.append(data)
+    return run_dir, results

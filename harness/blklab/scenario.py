@@ -1,0 +1,388 @@
+"""Scenario files: parsing, validation and expansion into cells.
+
+A scenario (TOML, documented in scenarios/README.md) names devices, a guest,
+the schedulers to compare, tunables, jobs and repeats. Validation reports the
+file, the key and what is allowed; expansion turns it into cells, one VM each:
+device x scheduler x tunable combination x seed x repeat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blklab.errors import ScenarioError
+
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
+DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd")
+BACKINGS = ("null", "file")
+MODES = ("deterministic", "realtime")
+FLAVOURS = ("amd64", "cloud-amd64", "rt-amd64")
+WORKLOADS = ("blkgen", "fio")
+
+# Job options blklab sets itself for every cell.
+RESERVED_JOB_OPTIONS = ("filename", "output", "output-format", "eta")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_ATTR = re.compile(r"^[a-z0-9_]+$")
+_OPTION = re.compile(r"^[a-z0-9_]+$")
+
+MAX_VCPUS = 64
+MAX_MEMORY_MIB = 64 * 1024
+MAX_REPEATS = 1000
+MAX_SIZE_GIB = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device under test. One device is attached per cell."""
+
+    name: str
+    kind: str  # one of DEVICE_KINDS
+    backing: str  # "null": reads zeros, writes dropped; "file": sparse raw file
+    size_bytes: int
+    rotation_rate: int | None = None  # rpm reported to the guest; 1 = non-rotating
+
+
+@dataclass(frozen=True)
+class Guest:
+    flavour: str = "amd64"
+    vcpus: int = 2
+    memory_mib: int = 1024
+
+
+@dataclass(frozen=True)
+class Job:
+    """One workload job: fio option names and values, in the order given."""
+
+    name: str
+    options: tuple[tuple[str, str], ...]
+
+    def args(self) -> list[str]:
+        return [f"--name={self.name}"] + [f"--{k}={v}" for k, v in self.options]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One VM run: a device, a scheduler, its tunables, a seed, a repeat."""
+
+    id: str
+    device: Device
+    scheduler: str
+    queue: tuple[tuple[str, str], ...]  # attributes under queue/
+    iosched: tuple[tuple[str, str], ...]  # attributes under queue/iosched/
+    seed: int
+    repeat: int
+
+    def tunables(self) -> list[tuple[str, str]]:
+        """(path under queue/, value) in the order the guest applies them."""
+        return list(self.queue) + [(f"iosched/{k}", v) for k, v in self.iosched]
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    description: str
+    schedulers: list[str]
+    repeats: int
+    seeds: list[int]
+    mode: str
+    timeout_s: int
+    workload: str
+    guest: Guest
+    devices: list[Device]
+    queue_axes: dict[str, list[str]]
+    iosched_axes: dict[str, dict[str, list[str]]]
+    jobs: list[Job]
+    sha256: str
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        return expand_cells(self)
+
+
+class _Reader:
+    """Typed access to a TOML table that reports file and dotted key."""
+
+    def __init__(self, path: str, table: dict[str, Any], prefix: str):
+        self.path = path
+        self.table = table
+        self.prefix = prefix
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def error(self, name: str | None, message: str) -> ScenarioError:
+        return ScenarioError(self.path, self.key(name) if name else self.prefix or None, message)
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = None,
+            required: bool = False) -> Any:
+        self.used.add(name)
+        if name not in self.table:
+            if required:
+                raise self.error(name, "is required")
+            return default
+        value = self.table[name]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # TOML booleans are not integers here.
+        if isinstance(value, bool) and bool not in kinds:
+            raise self.error(name, f"must be {_kind_names(kinds)}, not a boolean")
+        if not isinstance(value, kinds):
+            raise self.error(name, f"must be {_kind_names(kinds)}, not {_type_name(value)}")
+        return value
+
+    def integer(self, name: str, default: int | None, lo: int, hi: int,
+                required: bool = False) -> int | None:
+        value = self.get(name, int, default, required)
+        if value is not None and not lo <= value <= hi:
+            raise self.error(name, f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None,
+               required: bool = False) -> str | None:
+        value = self.get(name, str, default, required)
+        if value is not None and value not in allowed:
+            raise self.error(name, f"'{value}' is not one of: {', '.join(allowed)}")
+        return value
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            allowed = ", ".join(sorted(self.used))
+            raise self.error(unknown[0], f"unknown key (allowed here: {allowed})")
+
+
+def _kind_names(kinds: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean",
+               list: "an array", dict: "a table"}
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _tunable_values(reader: _Reader, name: str) -> list[str]:
+    """A tunable is a value or a list of values (a matrix axis)."""
+    if not _ATTR.match(name):
+        raise reader.error(name, "is not a sysfs attribute name (lowercase letters, digits, _)")
+    value = reader.get(name, (int, str, list))
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise reader.error(name, "an empty list gives no cells; give at least one value")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise reader.error(name, f"values must be integers or strings, not {_type_name(v)}")
+        text = str(v)
+        if "\n" in text or not text.strip():
+            raise reader.error(name, f"value {text!r} is empty or spans lines")
+        out.append(text)
+    if len(set(out)) != len(out):
+        raise reader.error(name, "lists the same value twice")
+    return out
+
+
+def _parse_size_gib(reader: _Reader) -> int:
+    value = reader.get("size_gib", (int, float), 8)
+    if not 0 < value <= MAX_SIZE_GIB:
+        raise reader.error("size_gib", f"must be above 0 and at most {MAX_SIZE_GIB}, got {value}")
+    size = int(value * (1 << 30))
+    if size % 4096:
+        raise reader.error("size_gib", "must give a size that is a multiple of 4 KiB")
+    return size
+
+
+def _parse_devices(path: str, data: dict[str, Any]) -> list[Device]:
+    tables = data.get("device")
+    if tables is None:
+        raise ScenarioError(path, "device", "at least one [[device]] is required")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ScenarioError(path, "device", "must be an array of tables ([[device]])")
+    devices = []
+    for i, table in enumerate(tables):
+        r = _Reader(path, table, f"device[{i}]")
+        name = r.get("name", str, required=True)
+        if not _NAME.match(name):
+            raise r.error("name", f"'{name}' must be 1-64 of letters, digits, '_', '.', '-'")
+        kind = r.choice("kind", DEVICE_KINDS, required=True)
+        backing = r.choice("backing", BACKINGS, "file")
+        size = _parse_size_gib(r)
+        rotation = r.integer("rotation_rate", None, 1, 65534)
+        if rotation is not None and kind == "nvme":
+            raise r.error("rotation_rate", "applies to ide-hd and ahci-hd devices only")
+        r.finish()
+        devices.append(Device(name, kind, backing, size, rotation))
+    names = [d.name for d in devices]
+    for n in names:
+        if names.count(n) > 1:
+            raise ScenarioError(path, "device", f"two devices are named '{n}'")
+    return devices
+
+
+def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
+    tables = data.get("job")
+    if tables is None:
+        raise ScenarioError(path, "job", "at least one [[job]] is required")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ScenarioError(path, "job", "must be an array of tables ([[job]])")
+    jobs = []
+    for i, table in enumerate(tables):
+        prefix = f"job[{i}]"
+        name = table.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ScenarioError(path, f"{prefix}.name",
+                                "is required: 1-64 of letters, digits, '_', '.', '-'")
+        options = []
+        for key, value in table.items():
+            if key == "name":
+                continue
+            if not _OPTION.match(key.replace("-", "_")):
+                raise ScenarioError(path, f"{prefix}.{key}", "is not a fio option name")
+            if key in RESERVED_JOB_OPTIONS:
+                raise ScenarioError(path, f"{prefix}.{key}",
+                                    "is set by blklab for every cell and cannot be given")
+            if isinstance(value, bool):
+                text = "1" if value else "0"
+            elif isinstance(value, (int, float, str)):
+                text = str(value)
+            else:
+                raise ScenarioError(path, f"{prefix}.{key}",
+                                    f"must be a string, number or boolean, not {_type_name(value)}")
+            if "\n" in text:
+                raise ScenarioError(path, f"{prefix}.{key}", "must not span lines")
+            options.append((key, text))
+        jobs.append(Job(name, tuple(options)))
+    return jobs
+
+
+def load(path: str | Path) -> Scenario:
+    """Parse and validate a scenario file. Raises ScenarioError."""
+    p = Path(path)
+    shown = str(path)
+    try:
+        blob = p.read_bytes()
+    except FileNotFoundError:
+        raise ScenarioError(shown, None, "no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(shown, None, "is a directory, not a scenario file") from None
+    except OSError as e:
+        raise ScenarioError(shown, None, f"cannot be read: {e.strerror}") from None
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(shown, None, f"is not UTF-8 text (byte {e.start})") from None
+    if not text.strip():
+        raise ScenarioError(shown, None, "is empty")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(shown, None, f"is not valid TOML: {e}") from None
+
+    top = _Reader(shown, data, "")
+    top.used.update({"scenario", "guest", "device", "queue", "iosched", "job"})
+    top.finish()
+
+    s = _Reader(shown, _table(shown, data, "scenario"), "scenario")
+    name = s.get("name", str, p.stem)
+    if not _NAME.match(name):
+        raise s.error("name", f"'{name}' must be 1-64 of letters, digits, '_', '.', '-'")
+    description = s.get("description", str, "")
+    schedulers = s.get("schedulers", list, list(SCHEDULERS))
+    if not schedulers:
+        raise s.error("schedulers", f"must list at least one of: {', '.join(SCHEDULERS)}")
+    for sched in schedulers:
+        if sched == "cfq":
+            raise s.error("schedulers", "'cfq' was removed in Linux 5.0 and does not exist in a "
+                          "6.1 guest; bfq is its successor. Allowed: " + ", ".join(SCHEDULERS))
+        if sched not in SCHEDULERS:
+            raise s.error("schedulers", f"'{sched}' is not one of: {', '.join(SCHEDULERS)}")
+    if len(set(schedulers)) != len(schedulers):
+        raise s.error("schedulers", "lists a scheduler twice")
+    repeats = s.integer("repeats", 1, 1, MAX_REPEATS)
+    seeds = s.get("seeds", list, [1])
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32
+                            for x in seeds):
+        raise s.error("seeds", "must be a non-empty array of integers in [0, 2^32)")
+    mode = s.choice("mode", MODES, "realtime")
+    timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
+    workload = s.choice("workload", WORKLOADS, "blkgen")
+    s.finish()
+
+    g = _Reader(shown, _table(shown, data, "guest"), "guest")
+    guest = Guest(
+        flavour=g.choice("kernel", FLAVOURS, "amd64"),
+        vcpus=g.integer("vcpus", 2, 1, MAX_VCPUS),
+        memory_mib=g.integer("memory_mib", 1024, 256, MAX_MEMORY_MIB),
+    )
+    g.finish()
+
+    devices = _parse_devices(shown, data)
+
+    q = _Reader(shown, _table(shown, data, "queue"), "queue")
+    queue_axes = {k: _tunable_values(q, k) for k in list(q.table)}
+    if "scheduler" in queue_axes:
+        raise q.error("scheduler", "choose schedulers with scenario.schedulers")
+
+    io = _Reader(shown, _table(shown, data, "iosched"), "iosched")
+    iosched_axes: dict[str, dict[str, list[str]]] = {}
+    for sched in list(io.table):
+        io.used.add(sched)
+        if sched not in schedulers:
+            raise io.error(sched, f"'{sched}' is not in scenario.schedulers "
+                           f"({', '.join(schedulers)})")
+        if sched == "none":
+            raise io.error(sched, "the 'none' scheduler has no iosched attributes")
+        sub = _Reader(shown, _table(shown, io.table, sched, f"iosched.{sched}"), f"iosched.{sched}")
+        iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
+
+    jobs = _parse_jobs(shown, data)
+
+    return Scenario(
+        path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,
+        seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
+        devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
+        sha256=hashlib.sha256(blob).hexdigest(), raw=data)
+
+
+def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(path, key or name, f"must be a table, not {_type_name(value)}")
+    return value
+
+
+def _combinations(axes: dict[str, list[str]]) -> list[tuple[tuple[str, str], ...]]:
+    names = list(axes)
+    return [tuple(zip(names, values)) for values in itertools.product(*(axes[n] for n in names))]
+
+
+def _slug(pairs: tuple[tuple[str, str], ...]) -> str:
+    return "".join(f".{k}={re.sub(r'[^A-Za-z0-9_.-]', '_', v)}" for k, v in pairs)
+
+
+def expand_cells(scenario: Scenario) -> list[Cell]:
+    """Every (device, scheduler, queue tunables, iosched tunables, seed,
+    repeat) combination, in a stable order with stable ids."""
+    cells = []
+    for device in scenario.devices:
+        for sched in scenario.schedulers:
+            for queue in _combinations(scenario.queue_axes):
+                for iosched in _combinations(scenario.iosched_axes.get(sched, {})):
+                    for seed in scenario.seeds:
+                        for repeat in range(scenario.repeats):
+                            cid = f"{device.name}.{sched}{_slug(queue)}{_slug(iosched)}"
+                            if len(scenario.seeds) > 1:
+                                cid += f".seed={seed}"
+                            cid += f".r{repeat}"
+                            cells.append(Cell(cid, device, sched, queue, iosched, seed, repeat))
+    return cells

@@ -1,0 +1,218 @@
+"""One guest VM: command line, launch, bounded wait, guaranteed teardown.
+
+Use as a context manager:
+
+    with VM(config) as vm:
+        vm.wait(timeout_s)
+
+Leaving the block always ends QEMU: gracefully through QMP `quit`, then
+SIGTERM, then SIGKILL. A VM that does not finish within its timeout raises
+VMError carrying the command line and the console log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from blklab.errors import VMError
+from blklab.scenario import Device
+
+log = logging.getLogger(__name__)
+
+RESULTS_PORT = "org.blklab.results"
+# Fixed RTC start for deterministic mode: the guest never sees the host date.
+DETERMINISTIC_RTC_BASE = "2020-01-01T00:00:00"
+
+
+@dataclass
+class VMConfig:
+    qemu: Path
+    kernel: Path
+    initrd: Path
+    workdir: Path  # console.log, results.bin and qmp.sock go here
+    vcpus: int = 2
+    memory_mib: int = 1024
+    accel: str = "tcg"  # "tcg" or "kvm"
+    mode: str = "realtime"  # "deterministic" (TCG + icount) or "realtime"
+    icount_shift: int = 0
+    device: Device | None = None
+    backing_path: Path | None = None  # for device.backing == "file"
+    extra_append: str = ""
+
+    @property
+    def console_log(self) -> Path:
+        return self.workdir / "console.log"
+
+    @property
+    def results_path(self) -> Path:
+        return self.workdir / "results.bin"
+
+    @property
+    def qmp_path(self) -> Path:
+        return self.workdir / "qmp.sock"
+
+    def kernel_append(self) -> str:
+        # panic=-1: a panic reboots at once and -no-reboot turns that into a
+        # QEMU exit, so a crashed guest ends the cell instead of hanging it.
+        # nokaslr: no randomised layout from host entropy.
+        parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off"]
+        if self.extra_append:
+            parts.append(self.extra_append)
+        return " ".join(parts)
+
+    def cmdline(self) -> list[str]:
+        if self.mode == "deterministic" and self.accel != "tcg":
+            raise ValueError("deterministic mode needs the tcg accelerator")
+        cmd = [
+            str(self.qemu),
+            "-M", f"pc,accel={self.accel}",
+            "-cpu", "host" if self.accel == "kvm" else "qemu64",
+            "-smp", str(self.vcpus),
+            "-m", str(self.memory_mib),
+            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-kernel", str(self.kernel),
+            "-initrd", str(self.initrd),
+            "-append", self.kernel_append(),
+            "-serial", f"file:{self.console_log}",
+            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+            "-device", "virtio-serial-pci,id=vser0,ioeventfd=off",
+            "-chardev", f"file,id=results,path={self.results_path}",
+            "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
+        ]
+        if self.mode == "deterministic":
+            cmd += ["-icount", f"shift={self.icount_shift},sleep=off",
+                    "-rtc", f"clock=vm,base={DETERMINISTIC_RTC_BASE}"]
+        if self.device is not None:
+            cmd += self._device_args(self.device)
+        return cmd
+
+    def _device_args(self, d: Device) -> list[str]:
+        if d.backing == "null":
+            backend = ["-blockdev",
+                       f"driver=null-co,node-name=disk0,size={d.size_bytes},read-zeroes=on"]
+        else:
+            if self.backing_path is None:
+                raise ValueError("a file-backed device needs backing_path")
+            backend = ["-blockdev", f"driver=file,node-name=file0,filename={self.backing_path}",
+                       "-blockdev", "driver=raw,node-name=disk0,file=file0"]
+        serial = f"serial=blklab-{d.name}"[:27]
+        if d.kind == "nvme":
+            front = ["-device", f"nvme,drive=disk0,{serial}"]
+        else:
+            props = f"ide-hd,drive=disk0,{serial}"
+            if d.rotation_rate is not None:
+                props += f",rotation_rate={d.rotation_rate}"
+            if d.kind == "ide-hd":
+                front = ["-device", props + ",bus=ide.0,unit=0"]
+            else:
+                front = ["-device", "ich9-ahci,id=ahci0", "-device", props + ",bus=ahci0.0"]
+        return backend + front
+
+
+class VM:
+    def __init__(self, config: VMConfig):
+        self.config = config
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cmd = config.cmdline()
+        self.returncode: int | None = None
+        self.stderr = ""
+
+    def __enter__(self) -> "VM":
+        self.launch()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def launch(self) -> None:
+        c = self.config
+        c.workdir.mkdir(parents=True, exist_ok=True)
+        for p in (c.console_log, c.results_path, c.qmp_path):
+            p.unlink(missing_ok=True)
+        (c.workdir / "cmdline.txt").write_text(shlex.join(self.cmd) + "\n")
+        log.debug("launch: %s", shlex.join(self.cmd))
+        try:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as e:
+            raise VMError(f"cannot start QEMU: {e}", self.cmd) from e
+
+    def console(self) -> str:
+        try:
+            return self.config.console_log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait for QEMU to exit (the guest reboots at its end). Raises
+        VMError on timeout or when QEMU fails."""
+        assert self.proc is not None
+        try:
+            _, err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.shutdown()
+            raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
+                          self.console()) from None
+        self.stderr = err.decode(errors="replace")
+        self.returncode = self.proc.returncode
+        if self.returncode != 0:
+            raise VMError(f"QEMU exited with status {self.returncode}: {self.stderr.strip()}",
+                          self.cmd, self.console())
+        return self.returncode
+
+    def shutdown(self, grace_s: float = 5.0) -> None:
+        """End QEMU if it still runs: QMP quit, then SIGTERM, then SIGKILL."""
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return
+        try:
+            qmp_command(self.config.qmp_path, "quit", timeout_s=grace_s)
+        except (OSError, ValueError) as e:
+            log.debug("QMP quit failed: %s", e)
+        for action in (None, p.terminate, p.kill):
+            if action is not None:
+                action()
+            try:
+                p.communicate(timeout=grace_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def qmp_command(sock_path: Path, command: str, arguments: dict | None = None,
+                timeout_s: float = 10.0) -> dict:
+    """Run one QMP command on a QEMU's monitor socket and return its reply."""
+    deadline = time.monotonic() + timeout_s
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout_s)
+        s.connect(str(sock_path))
+        f = s.makefile("rwb")
+
+        def read() -> dict:
+            while time.monotonic() < deadline:
+                line = f.readline()
+                if not line:
+                    raise ConnectionError("QMP socket closed")
+                msg = json.loads(line)
+                if "event" not in msg:
+                    return msg
+            raise TimeoutError("QMP reply timed out")
+
+        def send(cmd: str, args: dict | None = None) -> dict:
+            msg: dict = {"execute": cmd}
+            if args:
+                msg["arguments"] = args
+            f.write(json.dumps(msg).encode() + b"\n")
+            f.flush()
+            return read()
+
+        read()  # greeting
+        send("qmp_capabilities")
+        return send(command, arguments)
