@@ -63,7 +63,7 @@ fi
 kver_pkg=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 kernel_release=${kpkg#linux-image-}
 
-debs=$cache/debs
+debs=${BLKLAB_DEBS:-$cache/debs}
 mkdir -p "$debs"
 kdeb=$(ls "$debs/${kpkg}_${kver_pkg//:/%3a}_amd64.deb" 2>/dev/null || true)
 if [ -z "$kdeb" ]; then

@@ -1,0 +1,83 @@
+"""The results channel parser and cell result helpers."""
+
+import json
+
+import pytest
+
+from blklab import channel, results
+from blklab.cell import scheduler_in_effect
+
+
+def test_channel_parses_files_and_status():
+    blob = (b"BLKLAB-HELLO 6.1.0-57-amd64\n"
+            b"BLKLAB-FILE a.txt 5\nhello"
+            b"BLKLAB-FILE b.bin 3\n\n\x00\n"
+            b"BLKLAB-END ok\n")
+    d = channel.parse(blob)
+    assert d.hello == "6.1.0-57-amd64"
+    assert d.files == {"a.txt": b"hello", "b.bin": b"\n\x00\n"}
+    assert d.status == "ok" and not d.truncated
+
+
+def test_channel_failure_reason_and_truncation():
+    d = channel.parse(b"BLKLAB-HELLO x\nBLKLAB-END fail tunable queue/x: no such attribute\n")
+    assert d.status == "fail"
+    assert d.reason == "tunable queue/x: no such attribute"
+    d = channel.parse(b"BLKLAB-HELLO x\nBLKLAB-FILE w.json 100\n{\"jobs\"")
+    assert d.truncated and d.status is None and d.files == {}
+
+
+def test_scheduler_in_effect():
+    assert scheduler_in_effect("mq-deadline [kyber] bfq none") == "kyber"
+    assert scheduler_in_effect("[none] mq-deadline") == "none"
+    assert scheduler_in_effect("none") is None
+
+
+def test_disk_delta_and_iostat_figures():
+    before = results.parse_diskstat("10 0 80 5 0 0 0 0 0 4 5 0 0 0 0 0 0")
+    after = results.parse_diskstat("110 2 880 205 4 0 32 40 1 104 245 0 0 0 0 0 0")
+    d = results.disk_delta(before, after, elapsed_ms=200.0)
+    assert d["delta"]["read_ios"] == 100
+    assert d["delta"]["read_sectors"] == 800
+    assert d["derived"]["r_await_ms"] == pytest.approx(2.0)
+    assert d["derived"]["w_await_ms"] == pytest.approx(10.0)
+    assert d["derived"]["aqu_sz"] == pytest.approx(1.2)
+    assert d["derived"]["util_pct"] == pytest.approx(50.0)
+
+
+def test_summary_from_fio_layout():
+    wl = {"jobs": [{"jobname": "j", "read": {"iops": 10.5, "bw_bytes": 43008, "total_ios": 21,
+                                            "clat_ns": {"mean": 1500.0, "percentile": {
+                                                "50.000000": 1000, "99.000000": 9000,
+                                                "99.900000": 9900}}},
+                    "write": {"total_ios": 0}}]}
+    rows = results.summarize(wl)
+    assert rows == [{"job": "j", "direction": "read", "iops": 10.5, "bw_bytes": 43008,
+                     "total_ios": 21, "clat_mean_ns": 1500.0, "clat_p50_ns": 1000,
+                     "clat_p99_ns": 9000, "clat_p99.9_ns": 9900}]
+
+
+def test_atomic_write_and_load(tmp_path):
+    p = tmp_path / "cell-x.json"
+    r = results.CellResult("x", "failed", "boom", {"a": 1})
+    results.write_atomic(p, r.to_json())
+    assert results.load_cell(p)["error"] == "boom"
+    assert not list(tmp_path.glob(".*.tmp"))
+    p.write_text(r.to_json()[:40])  # a torn file is not a result
+    assert results.load_cell(p) is None
+    p.write_text(json.dumps({"schema_version": 99}))
+    assert results.load_cell(p) is None
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    p = tmp_path / "cell-x.json"
+    results.write_atomic(p, "old\n")
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results.os, "replace", boom)
+    with pytest.raises(OSError):
+        results.write_atomic(p, "new\n")
+    assert p.read_text() == "old\n"
+    assert not list(tmp_path.glob(".*.tmp"))

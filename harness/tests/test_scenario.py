@@ -1,0 +1,158 @@
+"""Scenario parsing, validation messages and cell expansion."""
+
+from pathlib import Path
+
+import pytest
+
+from blklab import scenario
+from blklab.errors import ScenarioError
+
+MINIMAL = """
+[[device]]
+name = "d0"
+kind = "nvme"
+
+[[job]]
+name = "j"
+rw = "randread"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_minimal_defaults(tmp_path):
+    s = scenario.load(write(tmp_path, MINIMAL))
+    assert s.name == "s"
+    assert s.schedulers == ["none", "mq-deadline", "kyber", "bfq"]
+    assert s.mode == "realtime"
+    assert s.guest == scenario.Guest("amd64", 2, 1024)
+    assert s.devices == [scenario.Device("d0", "nvme", "file", 8 << 30, None)]
+    assert s.jobs == [scenario.Job("j", (("rw", "randread"),))]
+    assert [c.id for c in s.cells()] == ["d0.none.r0", "d0.mq-deadline.r0", "d0.kyber.r0",
+                                         "d0.bfq.r0"]
+
+
+def test_shipped_default_scenario_loads():
+    s = scenario.load(Path(__file__).resolve().parents[2] / "scenarios" / "default.toml")
+    kinds = {c.device.kind for c in s.cells()}
+    assert kinds == {"nvme", "ide-hd"}
+    assert {c.scheduler for c in s.cells()} == set(scenario.SCHEDULERS)
+    hdd = [d for d in s.devices if d.kind == "ide-hd"][0]
+    assert hdd.rotation_rate == 7200
+
+
+def test_matrix_expansion(tmp_path):
+    text = """
+[scenario]
+schedulers = ["none", "mq-deadline"]
+repeats = 2
+seeds = [7, 8]
+
+[queue]
+read_ahead_kb = [128, 4096]
+
+[iosched.mq-deadline]
+read_expire = [100, 500]
+fifo_batch = 16
+""" + MINIMAL
+    s = scenario.load(write(tmp_path, text))
+    cells = s.cells()
+    # none: 2 (queue) x 2 seeds x 2 repeats; mq-deadline: x2 read_expire
+    assert len(cells) == 8 + 16
+    ids = [c.id for c in cells]
+    assert len(set(ids)) == len(ids)
+    c = [c for c in cells if c.scheduler == "mq-deadline"][0]
+    assert c.id == "d0.mq-deadline.read_ahead_kb=128.read_expire=100.fifo_batch=16.seed=7.r0"
+    assert c.tunables() == [("read_ahead_kb", "128"), ("iosched/read_expire", "100"),
+                            ("iosched/fifo_batch", "16")]
+    assert {c.seed for c in cells} == {7, 8}
+
+
+def test_job_args_render_fio_style(tmp_path):
+    text = MINIMAL.replace('rw = "randread"', 'rw = "randread"\nbs = "4k"\niodepth = 32\n'
+                           'direct = true\ntime_based = false')
+    s = scenario.load(write(tmp_path, text))
+    assert s.jobs[0].args() == ["--name=j", "--rw=randread", "--bs=4k", "--iodepth=32",
+                                "--direct=1", "--time_based=0"]
+
+
+# (scenario text, key named in the message, words the message must hold)
+BAD = [
+    ("", None, "is empty"),
+    ("[[device]\n", None, "is not valid TOML"),
+    ("bogus = 1\n" + MINIMAL, "bogus", "unknown key"),
+    ("[scenario]\nmode = \"fast\"\n" + MINIMAL, "scenario.mode",
+     "'fast' is not one of: deterministic, realtime"),
+    ("[scenario]\nschedulers = [\"cfq\"]\n" + MINIMAL, "scenario.schedulers",
+     "removed in Linux 5.0"),
+    ("[scenario]\nschedulers = [\"noop\"]\n" + MINIMAL, "scenario.schedulers",
+     "'noop' is not one of: none, mq-deadline, kyber, bfq"),
+    ("[scenario]\nschedulers = []\n" + MINIMAL, "scenario.schedulers", "at least one"),
+    ("[scenario]\nrepeats = 0\n" + MINIMAL, "scenario.repeats", "between 1 and 1000"),
+    ("[scenario]\nrepeats = \"3\"\n" + MINIMAL, "scenario.repeats", "must be an integer"),
+    ("[scenario]\nrepeats = true\n" + MINIMAL, "scenario.repeats", "not a boolean"),
+    ("[scenario]\nseeds = [-1]\n" + MINIMAL, "scenario.seeds", "integers in [0, 2^32)"),
+    ("[scenario]\ntimeout_s = 1\n" + MINIMAL, "scenario.timeout_s", "between 10 and"),
+    ("[scenario]\nspeed = 1\n" + MINIMAL, "scenario.speed", "unknown key"),
+    ("[guest]\nvcpus = 0\n" + MINIMAL, "guest.vcpus", "between 1 and 64"),
+    ("[guest]\nkernel = \"686\"\n" + MINIMAL, "guest.kernel",
+     "not one of: amd64, cloud-amd64, rt-amd64"),
+    ("[guest]\nmemory_mib = 16\n" + MINIMAL, "guest.memory_mib", "between 256 and"),
+    ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
+    ("[[job]]\nname = \"j\"\n", "device", "at least one [[device]] is required"),
+    ("[[device]]\nname = \"d0\"\nkind = \"nvme\"\n", "job", "at least one [[job]]"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "scsi"'), "device[0].kind",
+     "'scsi' is not one of: nvme, ide-hd, ahci-hd"),
+    (MINIMAL.replace('kind = "nvme"', ''), "device[0].kind", "is required"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nrotation_rate = 7200'),
+     "device[0].rotation_rate", "ide-hd and ahci-hd devices only"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "ide-hd"\nrotation_rate = 70000'),
+     "device[0].rotation_rate", "between 1 and 65534"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nsize_gib = 0'), "device[0].size_gib",
+     "must be above 0"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nbacking = "ram"'), "device[0].backing",
+     "'ram' is not one of: null, file"),
+    (MINIMAL.replace('name = "d0"', 'name = "a b"'), "device[0].name", "must be 1-64"),
+    (MINIMAL + '[[device]]\nname = "d0"\nkind = "nvme"\n', "device", "two devices are named"),
+    (MINIMAL.replace('rw = "randread"', 'filename = "/dev/sda"'), "job[0].filename",
+     "set by blklab"),
+    (MINIMAL.replace('rw = "randread"', 'rw = ["read"]'), "job[0].rw",
+     "must be a string, number or boolean"),
+    (MINIMAL.replace('name = "j"', ''), "job[0].name", "is required"),
+    ("[queue]\nscheduler = \"bfq\"\n" + MINIMAL, "queue.scheduler", "scenario.schedulers"),
+    ("[queue]\nnr_requests = []\n" + MINIMAL, "queue.nr_requests", "empty list"),
+    ("[queue]\nnr_requests = [64, 64]\n" + MINIMAL, "queue.nr_requests", "same value twice"),
+    ("[queue]\nNR = 1\n" + MINIMAL, "queue.NR", "not a sysfs attribute name"),
+    ("[queue]\nnr_requests = 1.5\n" + MINIMAL, "queue.nr_requests", "must be an integer"),
+    ("[scenario]\nschedulers = [\"none\"]\n[iosched.kyber]\nread_lat_nsec = 1\n" + MINIMAL,
+     "iosched.kyber", "not in scenario.schedulers"),
+    ("[iosched.none]\nx = 1\n" + MINIMAL, "iosched.none", "no iosched attributes"),
+    ("[iosched]\nkyber = 1\n" + MINIMAL, "iosched.kyber", "must be a table"),
+]
+
+
+@pytest.mark.parametrize("text,key,words", BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_bad_scenarios(tmp_path, text, key, words):
+    p = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(p)
+    assert e.value.path == str(p)
+    assert e.value.key == key
+    assert words in e.value.message
+    assert str(e.value).startswith(str(p))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        scenario.load(tmp_path / "nope.toml")
+
+
+def test_binary_garbage(tmp_path):
+    p = tmp_path / "g.toml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ScenarioError, match="not UTF-8"):
+        scenario.load(p)

@@ -1,0 +1,196 @@
+"""The spine end to end: four schedulers on NVMe and on an IDE hard disk,
+a failing cell, resume, and the command line's errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cells_of, run_blklab
+from blklab import results
+
+NVME = """
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+size_gib = 4
+"""
+
+DEVICES = NVME + """
+[[device]]
+name = "hdd0"
+kind = "ide-hd"
+backing = "file"
+size_gib = 4
+rotation_rate = 7200
+"""
+
+JOB = """
+[[job]]
+name = "randread"
+rw = "randread"
+bs = "4k"
+iodepth = 32
+ioengine = "io_uring"
+direct = true
+runtime = "2s"
+time_based = true
+"""
+
+
+@pytest.fixture(scope="module")
+def four_schedulers(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("spine")
+    scenario = tmp / "spine.toml"
+    scenario.write_text('[scenario]\nmode = "realtime"\ntimeout_s = 300\n' + DEVICES + JOB)
+    out = tmp / "run"
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    return proc, out
+
+
+def test_every_cell_ok_and_valid(four_schedulers):
+    proc, out = four_schedulers
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cells = cells_of(out)
+    assert len(cells) == 8
+    for cid, c in cells.items():
+        results.validate(c)
+        assert c["status"] == "ok", (cid, c["error"])
+
+
+def test_scheduler_in_effect_is_the_one_asked(four_schedulers):
+    _, out = four_schedulers
+    for c in cells_of(out).values():
+        assert c["in_effect"]["scheduler"] == c["request"]["scheduler"]
+        assert c["request"]["scheduler"] in c["cell_id"]
+
+
+def test_io_happened(four_schedulers):
+    _, out = four_schedulers
+    for c in cells_of(out).values():
+        (row,) = c["summary"]
+        assert row["direction"] == "read" and row["total_ios"] > 100
+        assert row["iops"] > 0
+        assert 0 < row["clat_p50_ns"] <= row["clat_p99_ns"] <= row["clat_p99.9_ns"]
+        # The kernel counted the reads too (the workload bypasses the page cache).
+        assert c["disk_stats"]["delta"]["read_ios"] >= row["total_ios"]
+        assert c["disk_stats"]["delta"]["write_ios"] == 0
+
+
+def test_guest_facts(four_schedulers):
+    _, out = four_schedulers
+    image = json.loads((REPO / "build/images/amd64/image.json").read_text())
+    for c in cells_of(out).values():
+        assert c["guest"]["kernel_release"] == image["kernel_release"]
+        assert c["guest"]["cpus"] == "2"
+        kind = c["request"]["device"]["kind"]
+        queue = c["in_effect"]["queue"]
+        default = c["guest"]["device"]["default_scheduler"]
+        if kind == "nvme":
+            assert queue["rotational"] == "0"
+            assert int(queue["nr_hw_queues"]) == 2  # one per vCPU
+            assert default.startswith("[none]")  # multi-queue: none by default
+        else:
+            assert queue["rotational"] == "1"  # rotation_rate reached the guest
+            assert queue["nr_hw_queues"] == "1"
+            assert "[mq-deadline]" in default  # single queue: mq-deadline by default
+        if c["request"]["scheduler"] != "none":
+            # Linux sets nr_requests to 2 x min(hardware depth, 128) with a scheduler.
+            assert int(queue["nr_requests"]) > 0
+            assert c["in_effect"]["iosched"]
+
+
+def test_table_and_manifest(four_schedulers):
+    proc, out = four_schedulers
+    for word in ("nvme0 (nvme, null)", "hdd0 (ide-hd, file)", "none.r0", "mq-deadline.r0",
+                 "kyber.r0", "bfq.r0", "p99.9 us"):
+        assert word in proc.stdout
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["mode"] == "realtime" and m["accel"] == "tcg"
+    assert m["image"]["kernel_package_version"]
+    assert m["qemu"]["source_version"].startswith("1:7.2")
+    assert len(m["scenario"]["sha256"]) == 64
+    assert sorted(m["cells"]) == sorted(cells_of(out))
+
+
+def test_failed_cells_and_resume(built, tmp_path):
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text("""
+[scenario]
+schedulers = ["none", "mq-deadline", "kyber"]
+timeout_s = 300
+[iosched.mq-deadline]
+read_expire = "abc"
+[iosched.kyber]
+no_such_attribute = 1
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+size_gib = 1
+[[job]]
+name = "r"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "1s"
+time_based = true
+direct = true
+""")
+    out = tmp_path / "run"
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    cells = cells_of(out)
+    assert cells["nvme0.none.r0"]["status"] == "ok"
+    bad = cells["nvme0.mq-deadline.read_expire=abc.r0"]
+    assert bad["status"] == "failed"
+    assert "tunable queue/iosched/read_expire=abc: kernel refused: Invalid argument" in bad["error"]
+    missing = cells["nvme0.kyber.no_such_attribute=1.r0"]
+    assert missing["status"] == "failed"
+    assert "queue/iosched/no_such_attribute: no such attribute" in missing["error"]
+    for c in (bad, missing):
+        results.validate(c)
+        assert (out / c["files"]["console_log"]).read_text()
+        assert "qemu-system-x86_64" in (out / c["files"]["cmdline"]).read_text()
+    assert "FAILED" in proc.stdout
+
+    ok_file = out / "cell-nvme0.none.r0.json"
+    before = ok_file.stat().st_mtime_ns
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    assert proc.returncode == 1
+    assert "resuming" in proc.stderr and "1 of 3 cells done" in proc.stderr
+    assert proc.stderr.count("failed (") == 2  # only the two failed cells ran again
+    assert ok_file.stat().st_mtime_ns == before
+
+
+def test_fio_as_the_workload(built, tmp_path):
+    scenario = tmp_path / "fio.toml"
+    scenario.write_text('[scenario]\nschedulers = ["bfq"]\nworkload = "fio"\n' +
+                        NVME +
+                        JOB.replace('"2s"', '"1s"'))
+    out = tmp_path / "run"
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (c,) = cells_of(out).values()
+    results.validate(c)
+    assert c["workload"]["fio version"].startswith("fio-")
+    assert c["in_effect"]["scheduler"] == "bfq"
+    assert c["summary"][0]["total_ios"] > 0
+
+
+@pytest.mark.parametrize("content,words", [
+    (None, "no such scenario file"),
+    ("[scenario]\nschedulers = [\"cfq\"]\n", "scenario.schedulers: 'cfq' was removed"),
+    ("[[device]]\nname = \"d\"\nkind = \"floppy\"\n[[job]]\nname = \"j\"\n",
+     "device[0].kind: 'floppy' is not one of"),
+])
+def test_cli_rejects_bad_scenarios(tmp_path, content, words):
+    path = tmp_path / "s.toml"
+    if content is not None:
+        path.write_text(content)
+    out = tmp_path / "results"
+    proc = run_blklab("run", str(path), "--out", str(out))
+    assert proc.returncode == 2
+    assert str(path) in proc.stderr and words in proc.stderr
+    assert not out.exists()
