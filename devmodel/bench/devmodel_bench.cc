@@ -1,0 +1,149 @@
+// Cost per request of each model in steady state, and model memory for the
+// sparse case (4 TiB SSD, 8 GiB written). Run through scripts/bench.sh, which
+// prints medians over repetitions. Not a test: numbers depend on the host.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "devmodel/cloud.h"
+#include "devmodel/hdd.h"
+#include "devmodel/ssd.h"
+#include "devmodel/zero.h"
+#include "rng.h"
+
+namespace devmodel {
+namespace {
+
+// 1 TiB exported, 8 channels x 8 dies, 16 KiB pages, 2 planes, 12% spare.
+SsdConfig TebibyteSsd() {
+  SsdConfig c;
+  c.channels = 8;
+  c.dies_per_channel = 8;
+  c.planes_per_die = 2;
+  c.pages_per_block = 768;
+  c.page_bytes = 16384;
+  c.blocks_per_plane = 730;  // 64 x 730 x 24 MiB = 1.14 TiB raw
+  c.capacity_bytes = 1ull << 40;
+  c.write_buffer_bytes = 64ull << 20;
+  c.page_read_ns = 45000;
+  c.page_program_ns = 500000;
+  c.channel_mb_s = 1400;
+  c.host_link_mb_s = 3500;
+  c.precondition = Precondition::kSteady;
+  c.precondition_overwrite_factor = 0.5;
+  return c;
+}
+
+Device& SteadySsd() {
+  static std::unique_ptr<Device> ssd = [] {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string error;
+    auto d = NewSsd(TebibyteSsd(), 1, &error);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "preconditioned 1 TiB SSD (full + 0.5x random overwrite) in %.1f s, %.0f MiB\n",
+                 s, d->MemoryBytes() / 1048576.0);
+    return d;
+  }();
+  return *ssd;
+}
+
+// Mixed 70% read / 30% write 4 KiB random stream, 100K IOPS offered.
+void RunMixed(benchmark::State& state, Device& device, TimeNs step_ns, TimeNs* now,
+              internal::Rng* rng) {
+  const std::uint64_t blocks = device.capacity_bytes() / 4096;
+  Request r;
+  r.length_bytes = 4096;
+  for (auto _ : state) {
+    *now += step_ns;
+    r.op = rng->Below(10) < 7 ? Op::kRead : Op::kWrite;
+    r.offset_bytes = rng->Below(blocks) * 4096;
+    benchmark::DoNotOptimize(device.Submit(r, *now));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Ssd1TiBSteadyMixed(benchmark::State& state) {
+  static TimeNs now = 0;
+  static internal::Rng rng(2);
+  RunMixed(state, SteadySsd(), 100000, &now, &rng);  // 10K IOPS: sustainable with GC
+}
+BENCHMARK(BM_Ssd1TiBSteadyMixed);
+
+void BM_HddFifoRandom(benchmark::State& state) {
+  static std::unique_ptr<Device> hdd = [] {
+    HddConfig c;
+    c.zone_mb_s = {210, 200, 190, 180, 170, 160, 150, 140, 130, 120, 110, 100};
+    std::string e;
+    return NewHdd(c, &e);
+  }();
+  static TimeNs now = 0;
+  static internal::Rng rng(3);
+  RunMixed(state, *hdd, 13000000, &now, &rng);  // ~QD1 pace
+}
+BENCHMARK(BM_HddFifoRandom);
+
+void BM_CloudGp3OverZero(benchmark::State& state) {
+  static std::unique_ptr<Device> cloud = [] {
+    ZeroConfig z;
+    z.capacity_bytes = 100ull << 30;
+    CloudConfig c;
+    std::string e;
+    return NewCloudVolume(c, NewZero(z, &e), 4, &e);
+  }();
+  static TimeNs now = 0;
+  static internal::Rng rng(4);
+  RunMixed(state, *cloud, 333333, &now, &rng);
+}
+BENCHMARK(BM_CloudGp3OverZero);
+
+// Memory of the sparse case: a 4 TiB SSD with 8 GiB written (1 MiB writes).
+void BM_SparseMemory4TiB(benchmark::State& state) {
+  for (auto _ : state) {
+    const std::size_t heap_before = mallinfo2().uordblks;
+    SsdConfig c;
+    c.channels = 8;
+    c.dies_per_channel = 8;
+    c.planes_per_die = 4;
+    c.blocks_per_plane = 1400;
+    c.pages_per_block = 768;
+    c.capacity_bytes = 4ull << 40;
+    std::string e;
+    auto ssd = NewSsd(c, 1, &e);
+    Request r;
+    r.op = Op::kWrite;
+    r.length_bytes = 1 << 20;
+    TimeNs now = 0;
+    for (std::uint64_t off = 0; off < (8ull << 30); off += r.length_bytes) {
+      r.offset_bytes = off;
+      now = ssd->Submit(r, now).deadline_ns;
+    }
+    state.counters["model_MiB"] = ssd->MemoryBytes() / 1048576.0;
+    state.counters["heap_MiB"] = (mallinfo2().uordblks - heap_before) / 1048576.0;
+  }
+}
+BENCHMARK(BM_SparseMemory4TiB)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Preconditioning time for a 64 GiB drive (issue: at most a few seconds).
+void BM_Precondition64GiB(benchmark::State& state) {
+  for (auto _ : state) {
+    SsdConfig c;
+    c.channels = 8;
+    c.dies_per_channel = 2;
+    c.planes_per_die = 2;
+    c.pages_per_block = 256;
+    c.blocks_per_plane = 576;  // 16 x 576 x 8 MiB = 72 GiB raw
+    c.capacity_bytes = 64ull << 30;
+    c.precondition = Precondition::kSteady;
+    std::string e;
+    auto ssd = NewSsd(c, 1, &e);
+    benchmark::DoNotOptimize(ssd.get());
+  }
+}
+BENCHMARK(BM_Precondition64GiB)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace devmodel
+
+BENCHMARK_MAIN();

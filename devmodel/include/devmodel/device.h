@@ -1,0 +1,77 @@
+// devmodel::Device: the interface every timing model implements (SSD, HDD,
+// cloud volume, zero-latency). A device turns a request submitted at virtual
+// time `now` into a completion deadline and updates its internal state.
+// Thread-safety: a Device is not thread-safe; callers serialize all calls on
+// one instance (QEMU holds its big lock). Distinct instances share nothing.
+#ifndef DEVMODEL_DEVICE_H_
+#define DEVMODEL_DEVICE_H_
+
+#include <cstdint>
+#include <string>
+
+namespace devmodel {
+
+// Nanoseconds of virtual time (QEMU_CLOCK_VIRTUAL). Models never read a clock;
+// every call carries the current time.
+using TimeNs = std::uint64_t;
+
+enum class Op : std::uint8_t { kRead = 0, kWrite = 1, kFlush = 2, kTrim = 3 };
+
+struct Request {
+  Op op = Op::kRead;
+  std::uint64_t offset_bytes = 0;  // multiple of logical_block_bytes()
+  std::uint64_t length_bytes = 0;  // multiple of logical_block_bytes(); 0 for flush
+  std::uint32_t queue_id = 0;      // NVMe SQ id / AHCI port; counted, not arbitrated
+  // Caller's identity for the request, echoed to Poll(). Must be unique among
+  // the caller's requests whose completion was not final (a pointer works).
+  std::uint64_t tag = 0;
+};
+
+struct Completion {
+  TimeNs deadline_ns = 0;  // absolute virtual time
+  // true: the request completes at deadline_ns. false: deadline_ns is the time
+  // at which the model makes its next decision (e.g. an HDD picking the next
+  // command by shortest positioning time); the caller calls Poll(tag, now) at
+  // that time and gets either the final deadline or another poll time.
+  bool final = true;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // Returns nullptr if `r` is acceptable for this device, else a static
+  // description of what is wrong (out of range, misaligned, unknown op).
+  const char* Check(const Request& r) const;
+
+  // REQUIRES: Check(r) == nullptr; now >= now of every earlier Submit/Poll.
+  virtual Completion Submit(const Request& r, TimeNs now) = 0;
+
+  // For a request whose Completion was not final. REQUIRES: now >= the
+  // deadline_ns last returned for `tag`. Unknown tags return {now, true}.
+  virtual Completion Poll(std::uint64_t tag, TimeNs now);
+
+  // True when Submit() always returns final completions (every model except
+  // an HDD that reorders its queue).
+  virtual bool deadlines_final() const { return true; }
+
+  virtual std::uint64_t capacity_bytes() const = 0;
+  virtual std::uint32_t logical_block_bytes() const = 0;
+  // ATA "nominal media rotation rate": 1 = non-rotating, else revolutions/min.
+  virtual std::uint32_t rotation_rate_rpm() const { return 1; }
+
+  // Counters as one JSON object (keys carry units, e.g. "nand_bytes_written").
+  virtual std::string CountersJson() const = 0;
+
+  // Heap bytes held by the model's state (approximate, excludes malloc slack).
+  virtual std::uint64_t MemoryBytes() const = 0;
+
+ protected:
+  Device() = default;
+};
+
+}  // namespace devmodel
+
+#endif  // DEVMODEL_DEVICE_H_

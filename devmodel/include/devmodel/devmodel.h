@@ -1,0 +1,118 @@
+/*
+ * devmodel.h - the C ABI of libdevmodel, the only header QEMU includes.
+ *
+ * A devmodel_t is one simulated drive (SSD, HDD, cloud volume or zero-latency
+ * device) built from a TOML profile. The caller submits each guest request
+ * with the current virtual time and gets back the time at which to complete
+ * it; the model never reads a clock and every random choice comes from the
+ * seed, so the same request stream gives the same deadlines, always.
+ *
+ * Rules (as in LevelDB's c.h):
+ *  - Opaque handles; create with devmodel_open, destroy with devmodel_close.
+ *  - Every pointer argument must be non-NULL unless stated otherwise.
+ *  - Errors: functions that can fail take `char** errptr` as their last
+ *    argument. On entry *errptr must be NULL or a string from this library; on
+ *    failure it is replaced (the old one freed) by a malloc'd message that the
+ *    caller frees with devmodel_free. On success *errptr is left untouched.
+ *  - No C++ exception crosses this interface; nothing a guest can send aborts.
+ *  - Strings returned by this library are malloc'd; free with devmodel_free.
+ *  - Thread-safety: a devmodel_t is not thread-safe. All calls on one handle
+ *    must be serialized by the caller (QEMU: under the big QEMU lock, from the
+ *    vCPU thread or a QEMU_CLOCK_VIRTUAL timer). Distinct handles share no
+ *    state and may be used from different threads.
+ *  - Time: `now_ns` is QEMU_CLOCK_VIRTUAL in ns and must not decrease from one
+ *    call to the next on a handle; a smaller value is treated as the largest
+ *    seen so far.
+ *
+ * Completion protocol:
+ *    devmodel_submit(m, &req, now, &c, &err);
+ *    arm a timer at c.deadline_ns;
+ *    when it fires: if (!c.final) devmodel_poll(m, req.tag, now, &c, &err)
+ *                   and re-arm at c.deadline_ns; else complete the request.
+ *  Deadlines are final for SSD, cloud and zero profiles and for HDD profiles
+ *  with queue_policy = "fifo"; an HDD with "sptf" decides which queued command
+ *  runs next only when the mechanism frees, so its deadlines may start as
+ *  "poll again at" times. A final deadline is never earlier than now_ns.
+ */
+#ifndef DEVMODEL_DEVMODEL_H_
+#define DEVMODEL_DEVMODEL_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct devmodel_t devmodel_t;
+
+enum {
+  DEVMODEL_OP_READ = 0,
+  DEVMODEL_OP_WRITE = 1,
+  DEVMODEL_OP_FLUSH = 2,
+  DEVMODEL_OP_TRIM = 3 /* NVMe deallocate / ATA DSM TRIM */
+};
+
+typedef struct devmodel_request {
+  uint32_t op;           /* DEVMODEL_OP_* */
+  uint32_t queue_id;     /* NVMe SQ id or AHCI port; informational */
+  uint64_t offset_bytes; /* multiple of the logical block size */
+  uint64_t length_bytes; /* multiple of the logical block size; 0 for flush */
+  /* Unique among this handle's requests whose completion is not yet final;
+   * passed back to devmodel_poll. A pointer to the device's request works. */
+  uint64_t tag;
+} devmodel_request;
+
+typedef struct devmodel_completion {
+  uint64_t deadline_ns; /* absolute QEMU_CLOCK_VIRTUAL time */
+  int final;            /* 1: complete at deadline_ns; 0: poll at deadline_ns */
+} devmodel_completion;
+
+/* Library version, e.g. "0.1.0". Static storage; do not free. */
+const char* devmodel_version(void);
+
+/* Builds the device described by the TOML profile at `profile_path`. `seed`
+ * drives every random choice. Returns NULL and sets *errptr on failure (the
+ * message names the file, line, key and allowed range). */
+devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr);
+
+/* Destroys `model`. NULL is allowed and ignored. */
+void devmodel_close(devmodel_t* model);
+
+/* Exported capacity in bytes (what the guest sees). */
+uint64_t devmodel_capacity_bytes(const devmodel_t* model);
+
+/* Logical block size in bytes: 512 or 4096. */
+uint32_t devmodel_logical_block_bytes(const devmodel_t* model);
+
+/* ATA IDENTIFY word 217 (ide-hd `rotation_rate`): 1 = non-rotating medium,
+ * otherwise the nominal rotation rate in revolutions per minute. */
+uint32_t devmodel_rotation_rate(const devmodel_t* model);
+
+/* 1 if every completion from devmodel_submit is final (no polling needed). */
+int devmodel_deadlines_final(const devmodel_t* model);
+
+/* Submits `request` at `now_ns` and writes its completion to *out. On an
+ * invalid request (out of range, misaligned, unknown op) sets *errptr and
+ * writes {now_ns, 1} so the caller can complete it with an error status. */
+void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
+                     devmodel_completion* out, char** errptr);
+
+/* For a request whose completion was not final: REQUIRES now_ns >= the
+ * deadline last returned for it. Writes the final deadline or the next poll
+ * time to *out. An unknown tag yields {now_ns, 1}. */
+void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_completion* out,
+                   char** errptr);
+
+/* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
+ * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...}.
+ * Returns NULL and sets *errptr on failure (out of memory). */
+char* devmodel_counters_json(const devmodel_t* model, char** errptr);
+
+/* Frees a string returned by this library. NULL is allowed. */
+void devmodel_free(void* ptr);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DEVMODEL_DEVMODEL_H_ */

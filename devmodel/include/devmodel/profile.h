@@ -1,0 +1,35 @@
+// Device profiles: one TOML file per device (devmodel/profiles/*.toml) that
+// names a model and sets every figure, with its unit in the key name
+// (`page_read_us`, `zone_mb_s`) and its source in a comment. Loading
+// validates strictly: an unknown key, a wrong type or a value out of range is
+// an error naming the file, the line, the key and the allowed range.
+// Thread-safety: the functions are reentrant; they share no state.
+#ifndef DEVMODEL_PROFILE_H_
+#define DEVMODEL_PROFILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "devmodel/device.h"
+
+namespace devmodel {
+
+// Builds the device a profile file describes. `seed` feeds every random
+// choice (preconditioning, network jitter). On error returns nullptr and sets
+// *error to "<path>:<line>: <what>".
+std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
+                                    std::string* error);
+
+// Same, from TOML text; `name` stands in for the path in error messages.
+std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text,
+                                              const std::string& name,
+                                              std::uint64_t seed, std::string* error);
+
+// One line per accepted key: "<section>.<key> <type> [lo, hi] <unit>".
+// Generated from the same table the loader validates against.
+std::string ProfileKeyReference();
+
+}  // namespace devmodel
+
+#endif  // DEVMODEL_PROFILE_H_

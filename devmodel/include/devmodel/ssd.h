@@ -1,0 +1,79 @@
+// NAND SSD timing model: channels x dies x planes geometry, a busy-until
+// timeline per die and per channel, a DRAM write buffer, and a page-level FTL
+// with greedy garbage collection, TRIM and optional program/erase suspend.
+// Why: queueing inside the drive (die conflicts, GC stalls, buffer drain) is
+// what shapes the read tails that block-layer schedulers react to.
+// Thread-safety: see Device (not thread-safe; callers serialize).
+#ifndef DEVMODEL_SSD_H_
+#define DEVMODEL_SSD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "devmodel/device.h"
+
+namespace devmodel {
+
+enum class Precondition : std::uint8_t {
+  kNone = 0,    // factory-fresh: nothing mapped, all blocks free
+  kFull = 1,    // every exported unit written once, sequentially
+  kSteady = 2,  // kFull, then random overwrites (steady-state GC)
+};
+
+// Defaults describe a small generic TLC drive; profiles set every figure.
+struct SsdConfig {
+  // --- geometry ---
+  std::uint32_t channels = 4;
+  std::uint32_t dies_per_channel = 2;
+  std::uint32_t planes_per_die = 2;        // one program covers all planes
+  std::uint32_t blocks_per_plane = 256;
+  std::uint32_t pages_per_block = 256;
+  std::uint32_t page_bytes = 16384;
+  std::uint32_t mapping_unit_bytes = 4096;  // FTL granularity; divides page_bytes
+  std::uint32_t logical_block_bytes = 512;
+  // Exported (user-visible) capacity; raw capacity minus this is
+  // over-provisioning. 0 means 7% below raw, rounded down to a mapping unit.
+  std::uint64_t capacity_bytes = 0;
+
+  // --- timing (ns, MB/s with 1 MB = 1e6 bytes) ---
+  std::uint64_t page_read_ns = 50000;       // tR
+  std::uint64_t page_program_ns = 500000;   // tPROG (one multi-plane program)
+  std::uint64_t block_erase_ns = 3500000;   // tBERS
+  std::uint32_t channel_mb_s = 800;         // NAND bus, per channel
+  std::uint32_t host_link_mb_s = 3500;      // PCIe, per direction; 0 = not modelled
+  std::uint64_t controller_overhead_ns = 5000;  // per command, before media work
+  std::uint32_t max_inflight_commands = 128;    // internal concurrency limit
+
+  // --- write buffer ---
+  // Host writes complete once in the buffer; 0 = write-through (a write
+  // completes when its data is programmed).
+  std::uint64_t write_buffer_bytes = 4u << 20;
+  // With PLP a FLUSH costs only controller overhead; without it, a FLUSH waits
+  // until every buffered write is programmed.
+  bool power_loss_protection = false;
+
+  // --- garbage collection (free blocks counted per die) ---
+  std::uint32_t gc_foreground_free_blocks = 2;  // >= 2; writes stall for GC
+  std::uint32_t gc_background_free_blocks = 8;  // GC while idle below this
+  std::uint64_t gc_idle_delay_ns = 1000000;     // idle time before background GC
+
+  // --- suspend: reads preempt programs/erases on their die ---
+  bool suspend_enabled = false;
+  std::uint64_t suspend_latency_ns = 20000;     // suspend + resume cost per read
+
+  Precondition precondition = Precondition::kNone;
+  double precondition_overwrite_factor = 1.0;   // kSteady: overwrites / capacity
+};
+
+// Returns nullptr and sets *error if `config` is inconsistent (names the field
+// and the allowed range). `seed` drives preconditioning's random overwrites.
+std::unique_ptr<Device> NewSsd(const SsdConfig& config, std::uint64_t seed,
+                               std::string* error);
+
+// Raw capacity implied by the geometry, in bytes.
+std::uint64_t SsdRawBytes(const SsdConfig& config);
+
+}  // namespace devmodel
+
+#endif  // DEVMODEL_SSD_H_

@@ -1,0 +1,141 @@
+// C ABI over devmodel::Device; see include/devmodel/devmodel.h for the rules.
+// Every entry point catches everything: no exception crosses into C.
+#include "devmodel/devmodel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "devmodel/device.h"
+#include "devmodel/profile.h"
+
+struct devmodel_t {
+  std::unique_ptr<devmodel::Device> device;
+  uint64_t last_now_ns = 0;
+};
+
+namespace {
+
+char* CopyString(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+void SetError(char** errptr, const std::string& message) {
+  std::free(*errptr);
+  *errptr = CopyString(message);
+}
+
+uint64_t Clamp(devmodel_t* m, uint64_t now_ns) {
+  m->last_now_ns = std::max(m->last_now_ns, now_ns);
+  return m->last_now_ns;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* devmodel_version(void) { return "0.1.0"; }
+
+devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr) {
+  try {
+    std::string error;
+    auto device = devmodel::LoadProfile(profile_path, seed, &error);
+    if (device == nullptr) {
+      SetError(errptr, error);
+      return nullptr;
+    }
+    auto* m = new devmodel_t;
+    m->device = std::move(device);
+    return m;
+  } catch (const std::exception& e) {
+    SetError(errptr, std::string(profile_path) + ": " + e.what());
+  } catch (...) {
+    SetError(errptr, std::string(profile_path) + ": unknown error");
+  }
+  return nullptr;
+}
+
+void devmodel_close(devmodel_t* model) { delete model; }
+
+uint64_t devmodel_capacity_bytes(const devmodel_t* model) {
+  return model->device->capacity_bytes();
+}
+
+uint32_t devmodel_logical_block_bytes(const devmodel_t* model) {
+  return model->device->logical_block_bytes();
+}
+
+uint32_t devmodel_rotation_rate(const devmodel_t* model) {
+  return model->device->rotation_rate_rpm();
+}
+
+int devmodel_deadlines_final(const devmodel_t* model) {
+  return model->device->deadlines_final() ? 1 : 0;
+}
+
+void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
+                     devmodel_completion* out, char** errptr) {
+  const uint64_t now = Clamp(model, now_ns);
+  out->deadline_ns = now;
+  out->final = 1;
+  try {
+    if (request->op > DEVMODEL_OP_TRIM) {
+      SetError(errptr, "devmodel_submit: unknown op " + std::to_string(request->op));
+      return;
+    }
+    devmodel::Request r;
+    r.op = static_cast<devmodel::Op>(request->op);
+    r.offset_bytes = request->offset_bytes;
+    r.length_bytes = request->length_bytes;
+    r.queue_id = request->queue_id;
+    r.tag = request->tag;
+    if (const char* why = model->device->Check(r)) {
+      SetError(errptr, std::string("devmodel_submit: ") + why);
+      return;
+    }
+    const devmodel::Completion c = model->device->Submit(r, now);
+    out->deadline_ns = std::max(c.deadline_ns, now);
+    out->final = c.final ? 1 : 0;
+  } catch (const std::exception& e) {
+    SetError(errptr, std::string("devmodel_submit: ") + e.what());
+  } catch (...) {
+    SetError(errptr, "devmodel_submit: unknown error");
+  }
+}
+
+void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_completion* out,
+                   char** errptr) {
+  const uint64_t now = Clamp(model, now_ns);
+  out->deadline_ns = now;
+  out->final = 1;
+  try {
+    const devmodel::Completion c = model->device->Poll(tag, now);
+    out->deadline_ns = std::max(c.deadline_ns, now);
+    out->final = c.final ? 1 : 0;
+  } catch (const std::exception& e) {
+    SetError(errptr, std::string("devmodel_poll: ") + e.what());
+  } catch (...) {
+    SetError(errptr, "devmodel_poll: unknown error");
+  }
+}
+
+char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
+  try {
+    char* s = CopyString(model->device->CountersJson());
+    if (s == nullptr) SetError(errptr, "devmodel_counters_json: out of memory");
+    return s;
+  } catch (const std::exception& e) {
+    SetError(errptr, std::string("devmodel_counters_json: ") + e.what());
+  } catch (...) {
+    SetError(errptr, "devmodel_counters_json: unknown error");
+  }
+  return nullptr;
+}
+
+void devmodel_free(void* ptr) { std::free(ptr); }
+
+}  // extern "C"

@@ -1,0 +1,396 @@
+#include "devmodel/hdd.h"
+
+#include <algorithm>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <unordered_map>
+
+#include "hdd_geometry.h"
+
+namespace devmodel {
+namespace {
+
+using internal::HddGeometry;
+using internal::HddPosition;
+using internal::HddZone;
+
+constexpr std::uint64_t kNever = ~0ull;
+// A transfer may start this much after its first sector passed the head: it
+// absorbs ns rounding so back-to-back sequential transfers stay continuous.
+constexpr std::uint64_t kSlackPs = 2000;
+
+class HddModel final : public Device {
+ public:
+  HddModel(const HddConfig& c, HddGeometry geometry)
+      : c_(c),
+        g_(std::move(geometry)),
+        segments_(std::max<std::uint32_t>(1, c.cache_segments)),
+        ra_sectors_(c.read_ahead_bytes / c.logical_block_bytes) {}
+
+  Completion Submit(const Request& r, TimeNs now) override;
+  Completion Poll(std::uint64_t tag, TimeNs now) override;
+  bool deadlines_final() const override { return c_.queue_policy == QueuePolicy::kFifo; }
+  std::uint64_t capacity_bytes() const override { return c_.capacity_bytes; }
+  std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
+  std::uint32_t rotation_rate_rpm() const override { return c_.rpm; }
+  std::string CountersJson() const override;
+  std::uint64_t MemoryBytes() const override {
+    return sizeof(*this) + segments_.capacity() * sizeof(Segment) + queue_.size() * sizeof(Cmd) +
+           done_.size() * 32;
+  }
+
+ private:
+  struct Cmd {
+    std::uint64_t tag, lba, seq;
+    std::uint32_t sectors;
+    bool write, destage;
+    TimeNs arrival;
+  };
+  struct Plan {
+    std::uint64_t begin_ps, end_ps;
+    TimeNs end_ns;
+    std::uint64_t position_ns;
+    std::uint32_t end_cylinder, end_head, distance;
+  };
+  struct Segment {
+    bool valid = false;
+    std::uint64_t start = 0, end = 0, ra_limit = 0;  // sectors
+    TimeNs ready_ns = 0;
+    std::uint64_t ra_begin_ps = 0, ra_stop_ps = kNever;
+    std::uint32_t zone = 0;
+    std::uint64_t last_use = 0;
+  };
+  struct PendingFlush {
+    std::uint64_t tag, seq_bound, remaining;
+  };
+
+  Plan MakePlan(const Cmd& cmd, TimeNs t) const;
+  void Advance(TimeNs limit);
+  void Service(std::size_t index, TimeNs t);
+  bool ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, TimeNs* ready);
+  std::uint64_t RaReachPs(const Segment& s, std::uint64_t lba) const;
+  void InvalidateSegments(std::uint64_t lba, std::uint64_t end);
+  void ReleaseDirty(TimeNs t);
+  TimeNs NextDecision() const;
+  TimeNs InterfaceNs(std::uint64_t bytes) const {
+    return c_.interface_mb_s == 0 ? 0 : (bytes * 1000 + c_.interface_mb_s - 1) / c_.interface_mb_s;
+  }
+
+  HddConfig c_;
+  HddGeometry g_;
+  std::vector<Segment> segments_;
+  std::uint64_t ra_sectors_;
+  std::size_t active_segment_ = kNever;
+  std::uint64_t use_clock_ = 0;
+
+  std::deque<Cmd> queue_;
+  TimeNs mech_free_ = 0;
+  std::uint32_t head_cylinder_ = 0, head_ = 0;
+  TimeNs last_host_done_ = 0;
+  std::unordered_map<std::uint64_t, TimeNs> done_;  // SPTF: decided completions
+  std::vector<PendingFlush> flushes_;
+  std::uint64_t dirty_bytes_ = 0;
+  using Release = std::pair<TimeNs, std::uint64_t>;
+  std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
+  std::uint64_t destage_seq_ = 0;
+  TimeNs last_destage_done_ = 0;
+
+  struct Counters {
+    std::uint64_t reads = 0, writes = 0, flushes = 0, trims = 0;
+    std::uint64_t cache_read_hits = 0, read_ahead_hits = 0, write_cache_absorbed = 0;
+    std::uint64_t destages = 0, media_commands = 0, seeks = 0, seek_cylinders = 0;
+    std::uint64_t seek_ns = 0, rotational_wait_ns = 0, media_busy_ns = 0;
+    std::uint64_t queue_depth_max = 0, sptf_aged_picks = 0;
+  } n_;
+};
+
+HddModel::Plan HddModel::MakePlan(const Cmd& cmd, TimeNs t) const {
+  const HddPosition p = g_.Locate(cmd.lba);
+  const HddZone& z = g_.zone(p.zone);
+  Plan plan{};
+  plan.distance = p.cylinder > head_cylinder_ ? p.cylinder - head_cylinder_ : head_cylinder_ - p.cylinder;
+  if (plan.distance != 0) {
+    plan.position_ns = g_.SeekNs(plan.distance) + (cmd.write ? c_.write_settle_ns : 0);
+  } else if (p.head != head_) {
+    plan.position_ns = c_.head_switch_ns;
+  }
+  const std::uint64_t rev = g_.rev_ps();
+  const std::uint64_t arrive_ps = (t + plan.position_ns) * 1000;
+  const std::uint64_t angle = g_.AngleAtPs(t + plan.position_ns);
+  const std::uint64_t target = g_.SlotPs(z, p.slot);
+  const std::uint64_t delta = (target + rev - angle) % rev;
+  plan.begin_ps = (rev - delta <= kSlackPs) ? arrive_ps - (rev - delta) : arrive_ps + delta;
+  const std::uint64_t end = cmd.lba + cmd.sectors;
+  const std::uint64_t zone_end = std::min(end, z.end_lba);
+  std::uint64_t sweep_ps = g_.SlotPs(z, p.slot + g_.SweepSlots(z, cmd.lba, zone_end)) - target;
+  if (zone_end < end) {  // rare: a transfer running into the next zone
+    const HddZone& next = g_.zone(p.zone + 1);
+    sweep_ps += g_.SlotPs(next, g_.SweepSlots(next, zone_end, end)) + c_.head_switch_ns * 1000;
+  }
+  plan.end_ps = plan.begin_ps + sweep_ps;
+  plan.end_ns = (plan.end_ps + 999) / 1000;
+  const HddPosition last = g_.Locate(end - 1);
+  plan.end_cylinder = last.cylinder;
+  plan.end_head = last.head;
+  return plan;
+}
+
+void HddModel::Service(std::size_t index, TimeNs t) {
+  const Cmd cmd = queue_[index];
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
+  const Plan plan = MakePlan(cmd, t);
+  ++n_.media_commands;
+  if (plan.distance != 0) {
+    ++n_.seeks;
+    n_.seek_cylinders += plan.distance;
+    n_.seek_ns += g_.SeekNs(plan.distance);
+  }
+  const std::uint64_t arrive_ps = (t + plan.position_ns) * 1000;
+  if (plan.begin_ps > arrive_ps) n_.rotational_wait_ns += (plan.begin_ps - arrive_ps) / 1000;
+  n_.media_busy_ns += plan.end_ns - t;
+  head_cylinder_ = plan.end_cylinder;
+  head_ = plan.end_head;
+  mech_free_ = plan.end_ns;
+  if (active_segment_ != kNever) {  // the head leaves: read-ahead stops
+    Segment& s = segments_[active_segment_];
+    s.ra_stop_ps = std::min(s.ra_stop_ps, t * 1000);
+    active_segment_ = kNever;
+  }
+  const std::uint64_t end = cmd.lba + cmd.sectors;
+  if (!cmd.write && ra_sectors_ > 0) {
+    std::size_t victim = 0;
+    for (std::size_t i = 0; i < segments_.size(); ++i) {
+      if (!segments_[i].valid) { victim = i; break; }
+      if (segments_[i].last_use < segments_[victim].last_use) victim = i;
+    }
+    Segment& s = segments_[victim];
+    const HddPosition p = g_.Locate(end - 1);
+    s = Segment{};
+    s.valid = true;
+    s.start = cmd.lba;
+    s.end = end;
+    s.zone = p.zone;
+    s.ra_limit = std::min(g_.zone(p.zone).end_lba, end + ra_sectors_);
+    s.ready_ns = plan.end_ns;
+    s.ra_begin_ps = plan.end_ps;
+    s.last_use = ++use_clock_;
+    active_segment_ = victim;
+  }
+  if (cmd.destage) {
+    ++n_.destages;
+    releases_.emplace(plan.end_ns, std::uint64_t{cmd.sectors} * c_.logical_block_bytes);
+    last_destage_done_ = std::max(last_destage_done_, plan.end_ns);
+    for (auto it = flushes_.begin(); it != flushes_.end();) {
+      if (cmd.seq <= it->seq_bound && --it->remaining == 0) {
+        done_[it->tag] = last_destage_done_ + c_.flush_overhead_ns;
+        it = flushes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  } else if (c_.queue_policy == QueuePolicy::kFifo) {
+    last_host_done_ = plan.end_ns;
+  } else {
+    done_[cmd.tag] = plan.end_ns;
+  }
+}
+
+void HddModel::Advance(TimeNs limit) {
+  while (!queue_.empty()) {
+    if (c_.queue_policy == QueuePolicy::kFifo) {
+      const TimeNs t = std::max(mech_free_, queue_.front().arrival);
+      if (t > limit) return;
+      Service(0, t);
+      continue;
+    }
+    TimeNs first_arrival = kNever;
+    for (const Cmd& cmd : queue_) first_arrival = std::min(first_arrival, cmd.arrival);
+    const TimeNs t = std::max(mech_free_, first_arrival);
+    if (t > limit) return;
+    std::size_t pick = kNever, oldest = kNever;
+    std::uint64_t best = kNever;
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      if (queue_[i].arrival > t) continue;
+      if (oldest == kNever || queue_[i].arrival < queue_[oldest].arrival) oldest = i;
+      const std::uint64_t begin = MakePlan(queue_[i], t).begin_ps;
+      if (begin < best) {
+        best = begin;
+        pick = i;
+      }
+    }
+    if (t - queue_[oldest].arrival >= c_.sptf_max_wait_ns) {
+      if (pick != oldest) ++n_.sptf_aged_picks;
+      pick = oldest;
+    }
+    Service(pick, t);
+  }
+}
+
+TimeNs HddModel::NextDecision() const {
+  TimeNs first_arrival = kNever;
+  for (const Cmd& cmd : queue_) first_arrival = std::min(first_arrival, cmd.arrival);
+  return std::max(mech_free_, first_arrival);
+}
+
+std::uint64_t HddModel::RaReachPs(const Segment& s, std::uint64_t lba) const {
+  if (lba <= s.end) return s.ra_begin_ps;
+  const HddZone& z = g_.zone(s.zone);
+  const std::uint64_t from = std::max(z.first_lba, s.end - 1);
+  return s.ra_begin_ps + g_.SlotPs(z, g_.SweepSlots(z, from, lba) - (s.end - from));
+}
+
+bool HddModel::ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, TimeNs* ready) {
+  for (Segment& s : segments_) {
+    if (!s.valid || lba < s.start) continue;
+    if (end <= s.end) {
+      *ready = s.ready_ns;
+      s.last_use = ++use_clock_;
+      ++n_.cache_read_hits;
+      return true;
+    }
+    if (end > s.ra_limit || lba >= s.ra_limit) continue;
+    const std::uint64_t stop = std::min(s.ra_stop_ps, RaReachPs(s, s.ra_limit));
+    const std::uint64_t reach = RaReachPs(s, end);
+    if (reach > stop) continue;
+    *ready = (reach + 999) / 1000;
+    if (s.ra_stop_ps == kNever && t * 1000 < stop) {  // still reading ahead: slide
+      s.ra_limit = std::min(g_.zone(s.zone).end_lba, std::max(s.ra_limit, end + ra_sectors_));
+    }
+    s.last_use = ++use_clock_;
+    ++n_.read_ahead_hits;
+    return true;
+  }
+  return false;
+}
+
+void HddModel::InvalidateSegments(std::uint64_t lba, std::uint64_t end) {
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    Segment& s = segments_[i];
+    if (s.valid && lba < std::max(s.end, s.ra_limit) && end > s.start) {
+      s.valid = false;
+      if (active_segment_ == i) active_segment_ = kNever;
+    }
+  }
+}
+
+void HddModel::ReleaseDirty(TimeNs t) {
+  while (!releases_.empty() && releases_.top().first <= t) {
+    dirty_bytes_ -= releases_.top().second;
+    releases_.pop();
+  }
+}
+
+Completion HddModel::Submit(const Request& r, TimeNs now) {
+  const bool fifo = c_.queue_policy == QueuePolicy::kFifo;
+  if (!fifo) Advance(now);
+  const TimeNs t = now + c_.command_overhead_ns;
+  const std::uint64_t lba = r.offset_bytes / c_.logical_block_bytes;
+  const auto sectors = static_cast<std::uint32_t>(r.length_bytes / c_.logical_block_bytes);
+  Cmd cmd{r.tag, lba, 0, sectors, false, false, t};
+  switch (r.op) {
+    case Op::kTrim:  // ATA disks without TRIM support: accepted, no media work
+      ++n_.trims;
+      return {t, true};
+    case Op::kFlush: {
+      ++n_.flushes;
+      ReleaseDirty(t);
+      std::uint64_t queued = 0;
+      for (const Cmd& q : queue_) queued += q.destage ? 1 : 0;
+      if (!c_.write_cache || dirty_bytes_ == 0) return {t + c_.flush_overhead_ns, true};
+      if (queued == 0) return {std::max(t, last_destage_done_) + c_.flush_overhead_ns, true};
+      flushes_.push_back({r.tag, destage_seq_, queued});
+      return {NextDecision(), false};
+    }
+    case Op::kRead: {
+      ++n_.reads;
+      TimeNs ready = 0;
+      if (ReadFromCache(lba, lba + sectors, t, &ready)) {
+        return {std::max(t, ready) + InterfaceNs(r.length_bytes), true};
+      }
+      break;
+    }
+    case Op::kWrite: {
+      ++n_.writes;
+      InvalidateSegments(lba, lba + sectors);
+      cmd.write = true;
+      ReleaseDirty(t);
+      if (c_.write_cache && dirty_bytes_ + r.length_bytes <= c_.cache_bytes) {
+        ++n_.write_cache_absorbed;
+        const TimeNs done = t + InterfaceNs(r.length_bytes);
+        dirty_bytes_ += r.length_bytes;
+        cmd.destage = true;
+        cmd.seq = ++destage_seq_;
+        cmd.arrival = done;
+        queue_.push_back(cmd);
+        n_.queue_depth_max = std::max<std::uint64_t>(n_.queue_depth_max, queue_.size());
+        if (fifo) Advance(kNever);
+        return {done, true};
+      }
+      break;
+    }
+  }
+  queue_.push_back(cmd);
+  n_.queue_depth_max = std::max<std::uint64_t>(n_.queue_depth_max, queue_.size());
+  if (fifo) {
+    Advance(kNever);
+    return {last_host_done_, true};
+  }
+  return {NextDecision(), false};
+}
+
+Completion HddModel::Poll(std::uint64_t tag, TimeNs now) {
+  Advance(now);
+  const auto it = done_.find(tag);
+  if (it != done_.end()) {
+    const TimeNs done = it->second;
+    done_.erase(it);
+    return {done, true};
+  }
+  if (queue_.empty()) return {now, true};  // unknown tag
+  return {std::max(now, NextDecision()), false};
+}
+
+std::string HddModel::CountersJson() const {
+  nlohmann::json j;
+  j["model"] = "hdd";
+  j["reads"] = n_.reads;
+  j["writes"] = n_.writes;
+  j["flushes"] = n_.flushes;
+  j["trims"] = n_.trims;
+  j["cache_read_hits"] = n_.cache_read_hits;
+  j["read_ahead_hits"] = n_.read_ahead_hits;
+  j["write_cache_absorbed"] = n_.write_cache_absorbed;
+  j["destages"] = n_.destages;
+  j["media_commands"] = n_.media_commands;
+  j["seeks"] = n_.seeks;
+  j["seek_cylinders_total"] = n_.seek_cylinders;
+  j["avg_seek_distance_cylinders"] =
+      n_.seeks == 0 ? 0.0 : static_cast<double>(n_.seek_cylinders) / n_.seeks;
+  j["seek_ns_total"] = n_.seek_ns;
+  j["rotational_wait_ns_total"] = n_.rotational_wait_ns;
+  j["media_busy_ns"] = n_.media_busy_ns;
+  j["queue_depth_max"] = n_.queue_depth_max;
+  j["sptf_aged_picks"] = n_.sptf_aged_picks;
+  j["dirty_bytes"] = dirty_bytes_;
+  j["cylinders"] = g_.cylinders();
+  return j.dump();
+}
+
+}  // namespace
+
+std::unique_ptr<Device> NewHdd(const HddConfig& config, std::string* error) {
+  std::string geometry_error;
+  HddGeometry geometry(config, &geometry_error);
+  if (!geometry.ok()) {
+    if (error != nullptr) *error = "hdd: " + geometry_error;
+    return nullptr;
+  }
+  if (config.cache_segments > 1024) {
+    if (error != nullptr) *error = "hdd: cache_segments must be in [1, 1024]";
+    return nullptr;
+  }
+  return std::make_unique<HddModel>(config, std::move(geometry));
+}
+
+}  // namespace devmodel

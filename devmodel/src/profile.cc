@@ -1,0 +1,449 @@
+#include "devmodel/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <toml.hpp>
+#include <vector>
+
+#include "devmodel/cloud.h"
+#include "devmodel/hdd.h"
+#include "devmodel/ssd.h"
+#include "devmodel/zero.h"
+
+namespace devmodel {
+namespace {
+
+// One accepted key: its type, allowed range (in the key's own unit), the
+// factor to the config field's unit, and how to store it.
+struct Key {
+  enum class Type { kInt, kNumber, kBool, kChoice, kNumberList };
+  const char* name = "";
+  Type type = Type::kInt;
+  double lo = 0, hi = 0;
+  const char* unit = "";
+  std::vector<std::string> choices;  // kChoice
+  std::function<void(void*, std::int64_t)> set_int;
+  std::function<void(void*, double)> set_number;  // also each list element
+  std::function<void(void*, bool)> set_bool;
+  std::function<void(void*, const std::string&)> set_choice;
+  std::function<void(void*, const std::vector<double>&)> set_list;
+};
+
+Key MakeKey(const char* name, Key::Type type, double lo = 0, double hi = 0, const char* unit = "") {
+  Key k;
+  k.name = name;
+  k.type = type;
+  k.lo = lo;
+  k.hi = hi;
+  k.unit = unit;
+  return k;
+}
+
+template <class C, class M>
+Key Int(const char* name, M C::*field, double lo, double hi, const char* unit) {
+  Key k = MakeKey(name, Key::Type::kInt, lo, hi, unit);
+  k.set_int = [field](void* c, std::int64_t v) { static_cast<C*>(c)->*field = static_cast<M>(v); };
+  return k;
+}
+
+// A number in the key's unit, stored as an integer after multiplying by `scale`
+// (e.g. microseconds in the file, nanoseconds in the config).
+template <class C, class M>
+Key Scaled(const char* name, M C::*field, double lo, double hi, double scale, const char* unit) {
+  Key k = MakeKey(name, Key::Type::kNumber, lo, hi, unit);
+  k.set_number = [field, scale](void* c, double v) {
+    static_cast<C*>(c)->*field = static_cast<M>(std::llround(v * scale));
+  };
+  return k;
+}
+
+template <class C>
+Key Real(const char* name, double C::*field, double lo, double hi, const char* unit) {
+  Key k = MakeKey(name, Key::Type::kNumber, lo, hi, unit);
+  k.set_number = [field](void* c, double v) { static_cast<C*>(c)->*field = v; };
+  return k;
+}
+
+template <class C>
+Key Bool(const char* name, bool C::*field) {
+  Key k = MakeKey(name, Key::Type::kBool, 0, 1, "true/false");
+  k.set_bool = [field](void* c, bool v) { static_cast<C*>(c)->*field = v; };
+  return k;
+}
+
+struct DeviceSection {
+  std::string model = "";
+  std::string name = "";
+  std::string backing = "";
+};
+
+struct Section {
+  const char* name;
+  std::vector<Key> keys;
+};
+
+std::vector<Key> DeviceKeys() {
+  Key model = MakeKey("model", Key::Type::kChoice);
+  model.choices = {"ssd", "hdd", "cloud", "zero"};
+  model.set_choice = [](void* c, const std::string& v) { static_cast<DeviceSection*>(c)->model = v; };
+  Key name = MakeKey("name", Key::Type::kChoice);  // free text: empty choice list
+  name.set_choice = [](void* c, const std::string& v) { static_cast<DeviceSection*>(c)->name = v; };
+  return {model, name};
+}
+
+std::vector<Key> SsdKeys() {
+  using C = SsdConfig;
+  Key pre = MakeKey("precondition", Key::Type::kChoice);
+  pre.choices = {"none", "full", "steady"};
+  pre.set_choice = [](void* c, const std::string& v) {
+    static_cast<C*>(c)->precondition = v == "none"   ? Precondition::kNone
+                                       : v == "full" ? Precondition::kFull
+                                                     : Precondition::kSteady;
+  };
+  return {
+      Int("channels", &C::channels, 1, 64, "count"),
+      Int("dies_per_channel", &C::dies_per_channel, 1, 64, "count"),
+      Int("planes_per_die", &C::planes_per_die, 1, 16, "count"),
+      Int("blocks_per_plane", &C::blocks_per_plane, 4, 1 << 20, "count"),
+      Int("pages_per_block", &C::pages_per_block, 1, 1 << 16, "count"),
+      Int("page_bytes", &C::page_bytes, 512, 1 << 20, "bytes"),
+      Int("mapping_unit_bytes", &C::mapping_unit_bytes, 512, 1 << 16, "bytes"),
+      Int("logical_block_bytes", &C::logical_block_bytes, 512, 4096, "bytes (512 or 4096)"),
+      Int("capacity_bytes", &C::capacity_bytes, 0, 0x1p60, "bytes (0 = raw - 7%)"),
+      Scaled("page_read_us", &C::page_read_ns, 0, 100000, 1e3, "us"),
+      Scaled("page_program_us", &C::page_program_ns, 0, 100000, 1e3, "us"),
+      Scaled("block_erase_ms", &C::block_erase_ns, 0, 1000, 1e6, "ms"),
+      Int("channel_mb_s", &C::channel_mb_s, 1, 1000000, "MB/s"),
+      Int("host_link_mb_s", &C::host_link_mb_s, 0, 1000000, "MB/s (0 = not modelled)"),
+      Scaled("controller_overhead_us", &C::controller_overhead_ns, 0, 100000, 1e3, "us"),
+      Int("max_inflight_commands", &C::max_inflight_commands, 1, 65536, "count"),
+      Int("write_buffer_bytes", &C::write_buffer_bytes, 0, 0x1p40, "bytes"),
+      Bool("power_loss_protection", &C::power_loss_protection),
+      Int("gc_foreground_free_blocks", &C::gc_foreground_free_blocks, 2, 100000, "blocks per die"),
+      Int("gc_background_free_blocks", &C::gc_background_free_blocks, 2, 100000, "blocks per die"),
+      Scaled("gc_idle_delay_ms", &C::gc_idle_delay_ns, 0, 1000000, 1e6, "ms"),
+      Bool("suspend", &C::suspend_enabled),
+      Scaled("suspend_latency_us", &C::suspend_latency_ns, 0, 100000, 1e3, "us"),
+      pre,
+      Real("precondition_overwrite_factor", &C::precondition_overwrite_factor, 0, 16,
+           "x capacity"),
+  };
+}
+
+std::vector<Key> HddKeys() {
+  using C = HddConfig;
+  Key policy = MakeKey("queue_policy", Key::Type::kChoice);
+  policy.choices = {"fifo", "sptf"};
+  policy.set_choice = [](void* c, const std::string& v) {
+    static_cast<C*>(c)->queue_policy = v == "fifo" ? QueuePolicy::kFifo : QueuePolicy::kSptf;
+  };
+  Key zones = MakeKey("zone_mb_s", Key::Type::kNumberList, 1, 5000, "MB/s per zone, outermost first");
+  zones.set_list = [](void* c, const std::vector<double>& v) { static_cast<C*>(c)->zone_mb_s = v; };
+  return {
+      Int("capacity_bytes", &C::capacity_bytes, 1 << 20, 0x1p60, "bytes"),
+      Int("logical_block_bytes", &C::logical_block_bytes, 512, 4096, "bytes (512 or 4096)"),
+      Int("rpm", &C::rpm, 1000, 20000, "rev/min"),
+      Int("heads", &C::heads, 1, 64, "count"),
+      zones,
+      Scaled("track_to_track_seek_ms", &C::track_to_track_seek_ns, 0.01, 10, 1e6, "ms"),
+      Scaled("average_seek_ms", &C::average_seek_ns, 0.1, 50, 1e6, "ms"),
+      Scaled("full_stroke_seek_ms", &C::full_stroke_seek_ns, 0.1, 100, 1e6, "ms"),
+      Scaled("head_switch_ms", &C::head_switch_ns, 0, 10, 1e6, "ms"),
+      Scaled("write_settle_ms", &C::write_settle_ns, 0, 10, 1e6, "ms"),
+      Scaled("command_overhead_us", &C::command_overhead_ns, 0, 10000, 1e3, "us"),
+      Int("interface_mb_s", &C::interface_mb_s, 0, 100000, "MB/s (0 = not modelled)"),
+      Int("cache_bytes", &C::cache_bytes, 0, 0x1p34, "bytes"),
+      Int("read_ahead_bytes", &C::read_ahead_bytes, 0, 0x1p30, "bytes"),
+      Int("cache_segments", &C::cache_segments, 1, 1024, "count"),
+      Bool("write_cache", &C::write_cache),
+      Scaled("flush_overhead_us", &C::flush_overhead_ns, 0, 1000000, 1e3, "us"),
+      policy,
+      Scaled("sptf_max_wait_ms", &C::sptf_max_wait_ns, 1, 100000, 1e6, "ms"),
+  };
+}
+
+std::vector<Key> ZeroKeys() {
+  using C = ZeroConfig;
+  return {
+      Int("capacity_bytes", &C::capacity_bytes, 1 << 20, 0x1p60, "bytes"),
+      Int("logical_block_bytes", &C::logical_block_bytes, 512, 4096, "bytes (512 or 4096)"),
+      Scaled("latency_us", &C::latency_ns, 0, 1000000, 1e3, "us"),
+  };
+}
+
+std::vector<Key> CloudKeys() {
+  using C = CloudConfig;
+  Key backing = MakeKey("backing", Key::Type::kChoice);
+  backing.choices = {"ssd", "hdd", "zero"};
+  // Stored in the [device] record; see Load().
+  return {
+      backing,
+      Int("capacity_bytes", &C::capacity_bytes, 0, 0x1p60, "bytes (0 = backing device's)"),
+      Int("iops_per_gib", &C::iops_per_gib, 0, 10000, "IOPS per GiB (0 = fixed iops_cap)"),
+      Int("iops_baseline_min", &C::iops_baseline_min, 1, 1000000, "IOPS"),
+      Int("iops_baseline_max", &C::iops_baseline_max, 1, 1000000, "IOPS"),
+      Int("iops_cap", &C::iops_cap, 1, 1000000, "IOPS"),
+      Int("iops_burst", &C::iops_burst, 0, 1000000, "IOPS (0 = no burst bucket)"),
+      Int("burst_credits", &C::burst_credits, 0, 1e12, "I/O credits"),
+      Int("throughput_mib_s", &C::throughput_mib_s, 1, 100000, "MiB/s"),
+      Int("io_unit_bytes", &C::io_unit_bytes, 4096, 16 << 20, "bytes"),
+      Scaled("latency_floor_us", &C::latency_floor_ns, 0, 1000000, 1e3, "us"),
+      Scaled("latency_jitter_mean_us", &C::latency_jitter_mean_ns, 0, 1000000, 1e3, "us"),
+  };
+}
+
+std::string FormatNumber(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e18) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string RangeText(const Key& k) {
+  switch (k.type) {
+    case Key::Type::kBool: return "true or false";
+    case Key::Type::kChoice: {
+      if (k.choices.empty()) return "a string";
+      std::string s = "one of";
+      for (const auto& c : k.choices) s += " \"" + c + "\"";
+      return s;
+    }
+    case Key::Type::kInt:
+      return "an integer in [" + FormatNumber(k.lo) + ", " + FormatNumber(k.hi) + "] " + k.unit;
+    case Key::Type::kNumber:
+      return "a number in [" + FormatNumber(k.lo) + ", " + FormatNumber(k.hi) + "] " + k.unit;
+    case Key::Type::kNumberList:
+      return "an array of numbers in [" + FormatNumber(k.lo) + ", " + FormatNumber(k.hi) + "] " +
+             k.unit;
+  }
+  return "";
+}
+
+std::string TypeName(const toml::value& v) {
+  if (v.is_integer()) return "an integer";
+  if (v.is_floating()) return "a float";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  if (v.is_table()) return "a table";
+  return "a date/time";
+}
+
+class Loader {
+ public:
+  Loader(std::string name, std::string* error) : name_(std::move(name)), error_(error) {}
+
+  bool Fail(const toml::value& at, const std::string& what) {
+    const auto line = at.location().line();
+    *error_ = name_ + ":" + (line > 0 ? std::to_string(line) + ":" : std::string()) + " " + what;
+    return false;
+  }
+
+  // Applies every key of table `section` to `config`.
+  bool Apply(const toml::value& root, const std::string& section, const std::vector<Key>& keys,
+             void* config) {
+    const toml::value& table = root.at(section);
+    if (!table.is_table()) {
+      return Fail(table, "'" + section + "' must be a table ([" + section + "])");
+    }
+    std::vector<std::string> names;
+    for (const auto& kv : table.as_table()) names.push_back(kv.first);
+    std::sort(names.begin(), names.end());  // deterministic first error
+    for (const std::string& name : names) {
+      const toml::value& v = table.at(name);
+      const std::string full = section + "." + name;
+      const Key* key = nullptr;
+      for (const Key& k : keys) {
+        if (name == k.name) key = &k;
+      }
+      if (key == nullptr) {
+        std::string allowed;
+        for (const Key& k : keys) allowed += (allowed.empty() ? "" : ", ") + std::string(k.name);
+        return Fail(v, "unknown key '" + full + "' (allowed in [" + section + "]: " + allowed + ")");
+      }
+      const std::string want = "key '" + full + "' must be " + RangeText(*key);
+      switch (key->type) {
+        case Key::Type::kBool:
+          if (!v.is_boolean()) return Fail(v, want + ", got " + TypeName(v));
+          key->set_bool(config, v.as_boolean());
+          break;
+        case Key::Type::kChoice: {
+          if (!v.is_string()) return Fail(v, want + ", got " + TypeName(v));
+          const std::string s = v.as_string().str;
+          if (!key->choices.empty() &&
+              std::find(key->choices.begin(), key->choices.end(), s) == key->choices.end()) {
+            return Fail(v, want + ", got \"" + s + "\"");
+          }
+          if (key->set_choice) key->set_choice(config, s);
+          if (full == "cloud.backing") backing_ = s;
+          break;
+        }
+        case Key::Type::kInt: {
+          if (!v.is_integer()) return Fail(v, want + ", got " + TypeName(v));
+          const std::int64_t x = v.as_integer();
+          if (static_cast<double>(x) < key->lo || static_cast<double>(x) > key->hi) {
+            return Fail(v, want + ", got " + std::to_string(x));
+          }
+          key->set_int(config, x);
+          break;
+        }
+        case Key::Type::kNumber: {
+          if (!v.is_integer() && !v.is_floating()) return Fail(v, want + ", got " + TypeName(v));
+          const double x = v.is_integer() ? static_cast<double>(v.as_integer()) : v.as_floating();
+          if (!(x >= key->lo && x <= key->hi)) return Fail(v, want + ", got " + FormatNumber(x));
+          key->set_number(config, x);
+          break;
+        }
+        case Key::Type::kNumberList: {
+          if (!v.is_array() || v.as_array().empty()) {
+            return Fail(v, want + " (non-empty), got " + TypeName(v));
+          }
+          std::vector<double> list;
+          for (const toml::value& e : v.as_array()) {
+            if (!e.is_integer() && !e.is_floating()) {
+              return Fail(e, want + ", got an element that is " + TypeName(e));
+            }
+            const double x = e.is_integer() ? static_cast<double>(e.as_integer()) : e.as_floating();
+            if (!(x >= key->lo && x <= key->hi)) {
+              return Fail(e, want + ", got an element " + FormatNumber(x));
+            }
+            list.push_back(x);
+          }
+          key->set_list(config, list);
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  std::unique_ptr<Device> Build(const std::string& text, std::uint64_t seed) {
+    toml::value root;
+    try {
+      std::istringstream in(text);
+      root = toml::parse(in, name_);
+    } catch (const std::exception& e) {
+      *error_ = name_ + ": TOML syntax error: " + e.what();
+      return nullptr;
+    }
+    if (!root.is_table()) {
+      *error_ = name_ + ": not a TOML table";
+      return nullptr;
+    }
+    const std::vector<std::string> sections = {"device", "ssd", "hdd", "zero", "cloud"};
+    for (const auto& kv : root.as_table()) {
+      if (std::find(sections.begin(), sections.end(), kv.first) == sections.end()) {
+        Fail(kv.second, "unknown section '" + kv.first +
+                            "' (allowed: device, ssd, hdd, zero, cloud)");
+        return nullptr;
+      }
+    }
+    if (!root.contains("device")) {
+      *error_ = name_ + ": missing section [device] (with model = \"ssd\" | \"hdd\" | \"cloud\" | \"zero\")";
+      return nullptr;
+    }
+    DeviceSection dev;
+    if (!Apply(root, "device", DeviceKeys(), &dev)) return nullptr;
+    if (dev.model.empty()) {
+      Fail(root.at("device"), "missing key 'device.model' (one of \"ssd\" \"hdd\" \"cloud\" \"zero\")");
+      return nullptr;
+    }
+    std::string inner = dev.model;
+    CloudConfig cloud;
+    if (dev.model == "cloud") {
+      if (!Require(root, "cloud") || !Apply(root, "cloud", CloudKeys(), &cloud)) return nullptr;
+      if (backing_.empty()) {
+        Fail(root.at("cloud"), "missing key 'cloud.backing' (one of \"ssd\" \"hdd\" \"zero\")");
+        return nullptr;
+      }
+      inner = backing_;
+    }
+    for (const std::string s : {"ssd", "hdd", "zero"}) {
+      if (root.contains(s) && s != inner) {
+        Fail(root.at(s), "section [" + s + "] is not used by model '" + dev.model + "'" +
+                             (dev.model == "cloud" ? " with backing '" + inner + "'" : ""));
+        return nullptr;
+      }
+    }
+    if (dev.model != "cloud" && root.contains("cloud")) {
+      Fail(root.at("cloud"), "section [cloud] is only used by model 'cloud'");
+      return nullptr;
+    }
+    std::unique_ptr<Device> device;
+    std::string why;
+    if (inner == "ssd") {
+      SsdConfig c;
+      if (!Require(root, "ssd") || !Apply(root, "ssd", SsdKeys(), &c)) return nullptr;
+      device = NewSsd(c, seed, &why);
+    } else if (inner == "hdd") {
+      HddConfig c;
+      if (!Require(root, "hdd") || !Apply(root, "hdd", HddKeys(), &c)) return nullptr;
+      device = NewHdd(c, &why);
+    } else {
+      ZeroConfig c;
+      if (root.contains("zero") && !Apply(root, "zero", ZeroKeys(), &c)) return nullptr;
+      device = NewZero(c, &why);
+    }
+    if (device != nullptr && dev.model == "cloud") {
+      // A distinct stream for the network jitter than for preconditioning.
+      device = NewCloudVolume(cloud, std::move(device), seed ^ 0x636c6f7564ull, &why);
+    }
+    if (device == nullptr) *error_ = name_ + ": " + why;
+    return device;
+  }
+
+ private:
+  bool Require(const toml::value& root, const std::string& section) {
+    if (root.contains(section)) return true;
+    *error_ = name_ + ": missing section [" + section + "]";
+    return false;
+  }
+
+  std::string name_;
+  std::string* error_;
+  std::string backing_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
+                                              std::uint64_t seed, std::string* error) {
+  std::string ignored;
+  Loader loader(name, error != nullptr ? error : &ignored);
+  try {
+    return loader.Build(toml_text, seed);
+  } catch (const std::exception& e) {  // toml11 lookups and allocation
+    if (error != nullptr) *error = name + ": " + e.what();
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
+                                    std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (error != nullptr) *error = path + ": cannot open file";
+    return nullptr;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return LoadProfileFromString(text.str(), path, seed, error);
+}
+
+std::string ProfileKeyReference() {
+  std::string out;
+  const std::vector<Section> sections = {
+      {"device", DeviceKeys()}, {"ssd", SsdKeys()}, {"hdd", HddKeys()},
+      {"zero", ZeroKeys()}, {"cloud", CloudKeys()}};
+  for (const Section& s : sections) {
+    for (const Key& k : s.keys) out += std::string(s.name) + "." + k.name + ": " + RangeText(k) + "\n";
+  }
+  return out;
+}
+
+}  // namespace devmodel

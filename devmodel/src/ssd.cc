@@ -1,0 +1,400 @@
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "rng.h"
+#include "ssd_model.h"
+
+namespace devmodel {
+
+std::uint64_t SsdRawBytes(const SsdConfig& c) {
+  return std::uint64_t{c.channels} * c.dies_per_channel * c.planes_per_die *
+         c.blocks_per_plane * c.pages_per_block * c.page_bytes;
+}
+
+namespace {
+
+std::string Range(const char* field, std::uint64_t lo, std::uint64_t hi) {
+  return std::string(field) + " must be in [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]";
+}
+
+}  // namespace
+
+std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::string* error) {
+  auto fail = [error](std::string msg) -> std::unique_ptr<Device> {
+    if (error != nullptr) *error = std::move(msg);
+    return nullptr;
+  };
+  if (c.channels == 0 || c.dies_per_channel == 0 || c.planes_per_die == 0 ||
+      c.blocks_per_plane == 0 || c.pages_per_block == 0) {
+    return fail("ssd geometry: channels, dies_per_channel, planes_per_die, "
+                "blocks_per_plane and pages_per_block must be >= 1");
+  }
+  if (c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) {
+    return fail("logical_block_bytes must be 512 or 4096");
+  }
+  if (c.mapping_unit_bytes < c.logical_block_bytes ||
+      c.mapping_unit_bytes % c.logical_block_bytes != 0) {
+    return fail("mapping_unit_bytes must be a multiple of logical_block_bytes");
+  }
+  if (c.page_bytes < c.mapping_unit_bytes || c.page_bytes % c.mapping_unit_bytes != 0) {
+    return fail("page_bytes must be a multiple of mapping_unit_bytes");
+  }
+  if (c.channel_mb_s == 0) return fail(Range("channel_mb_s", 1, 1000000));
+  if (c.max_inflight_commands == 0) return fail(Range("max_inflight_commands", 1, 65536));
+  if (c.gc_foreground_free_blocks < 2) return fail(Range("gc_foreground_free_blocks", 2, 1024));
+  if (c.gc_background_free_blocks < c.gc_foreground_free_blocks) {
+    return fail("gc_background_free_blocks must be >= gc_foreground_free_blocks");
+  }
+  internal::FtlGeometry g;
+  g.dies = c.channels * c.dies_per_channel;
+  g.blocks_per_die = c.blocks_per_plane;
+  g.slots_per_page = c.page_bytes / c.mapping_unit_bytes;
+  g.slots_per_program = g.slots_per_page * c.planes_per_die;
+  g.slots_per_block = g.slots_per_program * c.pages_per_block;
+  g.gc_foreground_free_blocks = c.gc_foreground_free_blocks;
+  g.gc_background_free_blocks = c.gc_background_free_blocks;
+  const std::uint64_t raw_slots = std::uint64_t{g.dies} * g.blocks_per_die * g.slots_per_block;
+  if (raw_slots >= 0xFFFFFFFFull) {
+    return fail("ssd geometry: raw capacity / mapping_unit_bytes must be < 2^32 "
+                "(raise mapping_unit_bytes)");
+  }
+  const std::uint64_t raw = SsdRawBytes(c);
+  // Each die needs its share of user data plus the GC reserve, two open blocks
+  // and one block of slack, or GC could find no victim worth collecting.
+  const std::uint64_t max_cap = (g.blocks_per_die > c.gc_foreground_free_blocks + 3)
+      ? std::uint64_t{g.blocks_per_die - c.gc_foreground_free_blocks - 3} *
+            g.slots_per_block * g.dies * c.mapping_unit_bytes
+      : 0;
+  std::uint64_t capacity = c.capacity_bytes;
+  if (capacity == 0) {
+    capacity = std::min(raw / 100 * 93, max_cap) / c.mapping_unit_bytes * c.mapping_unit_bytes;
+  }
+  if (capacity % c.mapping_unit_bytes != 0) {
+    return fail("capacity_bytes must be a multiple of mapping_unit_bytes (" +
+                std::to_string(c.mapping_unit_bytes) + ")");
+  }
+  g.exported_slots = capacity / c.mapping_unit_bytes;
+  const std::uint64_t per_die = (g.exported_slots + g.dies - 1) / g.dies;
+  const std::uint64_t needed =
+      (per_die + g.slots_per_block - 1) / g.slots_per_block + c.gc_foreground_free_blocks + 3;
+  if (capacity == 0 || needed > g.blocks_per_die) {
+    return fail(Range("capacity_bytes", c.mapping_unit_bytes, max_cap) +
+                " for this geometry (raw " + std::to_string(raw) +
+                " bytes; over-provisioning must leave GC reserve blocks per die)");
+  }
+  if (c.precondition_overwrite_factor < 0 || c.precondition_overwrite_factor > 16) {
+    return fail("precondition_overwrite_factor must be in [0, 16]");
+  }
+  return std::make_unique<internal::SsdModel>(c, g, seed);
+}
+
+namespace internal {
+
+SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed)
+    : c_(config),
+      capacity_bytes_(geometry.exported_slots * config.mapping_unit_bytes),
+      unit_bytes_(config.mapping_unit_bytes),
+      ftl_(geometry, nullptr),
+      dies_(geometry.dies),
+      channel_busy_(config.channels, 0),
+      read_channel_busy_(config.channels, 0),
+      buffer_capacity_units_(config.write_buffer_bytes / config.mapping_unit_bytes) {
+  // Preconditioning runs the FTL untimed: the drive starts at t = 0 idle.
+  if (c_.precondition != Precondition::kNone) {
+    const std::uint64_t n = geometry.exported_slots;
+    for (std::uint64_t lpn = 0; lpn < n; ++lpn) ftl_.Write(lpn);
+    if (c_.precondition == Precondition::kSteady) {
+      Rng rng(seed);
+      const auto overwrites =
+          static_cast<std::uint64_t>(c_.precondition_overwrite_factor * static_cast<double>(n));
+      for (std::uint64_t i = 0; i < overwrites; ++i) ftl_.Write(rng.Below(n));
+    }
+    ftl_.FlushPending();
+  }
+  baseline_ = ftl_.counters();
+  ftl_.set_listener(this);
+}
+
+std::uint32_t SsdModel::DieOfOffset(std::uint64_t offset_bytes) const {
+  const std::uint32_t ppn = ftl_.Lookup(offset_bytes / unit_bytes_);
+  return ppn == Ftl::kUnmapped ? 0xFFFFFFFFu : ftl_.DieOfPpn(ppn);
+}
+
+TimeNs SsdModel::Admit(TimeNs now) {
+  while (!inflight_.empty() && inflight_.top() <= now) inflight_.pop();
+  if (inflight_.size() < c_.max_inflight_commands) return now;
+  const TimeNs start = inflight_.top();  // earliest earlier command frees a slot
+  inflight_.pop();
+  n_.admission_wait_ns += start - now;
+  return start;
+}
+
+Completion SsdModel::Submit(const Request& r, TimeNs now) {
+  BackgroundGc(now);
+  const TimeNs start = Admit(now);
+  const TimeNs t0 = start + c_.controller_overhead_ns;
+  TimeNs done = t0;
+  switch (r.op) {
+    case Op::kRead: done = Read(r, t0); break;
+    case Op::kWrite: done = Write(r, t0); break;
+    case Op::kFlush: done = Flush(t0); break;
+    case Op::kTrim: done = Trim(r, t0); break;
+  }
+  inflight_.push(done);
+  last_completion_ = std::max(last_completion_, done);
+  return {done, true};
+}
+
+TimeNs SsdModel::LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
+  if (c_.host_link_mb_s == 0) return t;
+  const TimeNs start = std::max(t, *link_busy);
+  *link_busy = start + XferNs(bytes, c_.host_link_mb_s);
+  return *link_busy;
+}
+
+bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
+  if (ftl_.IsPendingHost(ppn)) return true;
+  auto& programs = dies_[ftl_.DieOfPpn(ppn)].programs;
+  while (!programs.empty() && programs.front().done <= t) programs.pop_front();
+  const std::uint32_t spb = ftl_.geometry().slots_per_block;
+  const std::uint32_t block = ppn / spb, slot = ppn % spb;
+  for (const InflightProgram& p : programs) {
+    if (p.block == block && slot >= p.first_slot && slot < p.end_slot) return true;
+  }
+  return false;
+}
+
+TimeNs SsdModel::ReadPage(std::uint32_t die, TimeNs t, std::uint32_t bytes) {
+  DieTimeline& d = dies_[die];
+  TimeNs& channel = read_channel_busy_[ChannelOf(die)];
+  while (!d.pe_ops.empty() && d.pe_ops.front().second <= t) d.pe_ops.pop_front();
+  const bool in_progress = !d.pe_ops.empty() && d.pe_ops.front().first <= t;
+  TimeNs start = std::max(t, d.read_busy_until);
+  if (in_progress) {
+    if (c_.suspend_enabled) {
+      start += c_.suspend_latency_ns;  // program/erase paused, resumed after the read
+      ++n_.suspends;
+    } else {
+      start = std::max(start, d.pe_ops.front().second);
+    }
+  }
+  const TimeNs sensed = start + c_.page_read_ns;
+  const TimeNs xfer_start = std::max(sensed, channel);
+  channel = xfer_start + XferNs(bytes, c_.channel_mb_s);
+  const TimeNs end = channel;
+  const TimeNs die_time = end - start + (in_progress && c_.suspend_enabled ? c_.suspend_latency_ns : 0);
+  // Booked program/erase work that the read overtook or paused runs later.
+  d.busy_until = d.busy_until > start ? d.busy_until + die_time : end;
+  d.read_busy_until = end;
+  d.busy_ns += die_time;
+  ++n_.nand_pages_read;
+  return end;
+}
+
+TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
+  ++n_.reads;
+  n_.host_bytes_read += r.length_bytes;
+  const std::uint32_t spp = ftl_.geometry().slots_per_page;
+  const std::uint64_t first = r.offset_bytes / unit_bytes_;
+  const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / unit_bytes_;
+  TimeNs done = t0;
+  std::uint32_t page = Ftl::kUnmapped, page_die = 0, page_bytes = 0;
+  for (std::uint64_t lpn = first; lpn <= last; ++lpn) {
+    const std::uint32_t ppn = ftl_.Lookup(lpn);
+    if (ppn == Ftl::kUnmapped) {
+      ++n_.unmapped_reads;
+      continue;
+    }
+    if (InWriteBuffer(ppn, t0)) {
+      ++n_.write_buffer_hits;
+      continue;
+    }
+    if (ppn / spp == page) {
+      page_bytes += unit_bytes_;
+      continue;
+    }
+    if (page_bytes != 0) done = std::max(done, ReadPage(page_die, t0, page_bytes));
+    page = ppn / spp;
+    page_die = ftl_.DieOfPpn(ppn);
+    page_bytes = unit_bytes_;
+  }
+  if (page_bytes != 0) done = std::max(done, ReadPage(page_die, t0, page_bytes));
+  return LinkTransfer(&link_out_busy_, done, r.length_bytes);
+}
+
+TimeNs SsdModel::Write(const Request& r, TimeNs t0) {
+  ++n_.writes;
+  n_.host_bytes_written += r.length_bytes;
+  const std::uint64_t first = r.offset_bytes / unit_bytes_;
+  const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / unit_bytes_;
+  const std::uint64_t units = last - first + 1;
+  TimeNs t_space = t0;
+  if (buffer_capacity_units_ > 0) {
+    while (!buffer_releases_.empty() && buffer_releases_.top().first <= t0) {
+      buffer_used_units_ -= buffer_releases_.top().second;
+      buffer_releases_.pop();
+    }
+    const std::uint64_t need = std::min(units, buffer_capacity_units_);
+    while (buffer_used_units_ + need > buffer_capacity_units_ && !buffer_releases_.empty()) {
+      t_space = std::max(t_space, buffer_releases_.top().first);
+      buffer_used_units_ -= buffer_releases_.top().second;
+      buffer_releases_.pop();
+    }
+    n_.write_buffer_stall_ns += t_space - t0;
+  }
+  const TimeNs in_buffer = LinkTransfer(&link_in_busy_, t_space, r.length_bytes);
+  if (buffer_capacity_units_ > 0) buffer_used_units_ += units;
+  dispatch_time_ = in_buffer;
+  call_program_done_ = 0;
+  for (std::uint64_t lpn = first; lpn <= last; ++lpn) ftl_.Write(lpn);
+  if (buffer_capacity_units_ == 0) {
+    ftl_.FlushPending();
+    return std::max(in_buffer, call_program_done_);
+  }
+  return in_buffer;
+}
+
+TimeNs SsdModel::Flush(TimeNs t0) {
+  ++n_.flushes;
+  if (c_.power_loss_protection) return t0;
+  dispatch_time_ = t0;
+  ftl_.FlushPending();
+  return std::max(t0, last_program_done_);
+}
+
+TimeNs SsdModel::Trim(const Request& r, TimeNs t0) {
+  ++n_.trims;
+  const std::uint64_t first = (r.offset_bytes + unit_bytes_ - 1) / unit_bytes_;
+  const std::uint64_t end = (r.offset_bytes + r.length_bytes) / unit_bytes_;
+  for (std::uint64_t lpn = first; lpn < end; ++lpn) ftl_.Trim(lpn);
+  if (first < end) gc_background_due_ = true;
+  return t0;
+}
+
+void SsdModel::BackgroundGc(TimeNs now) {
+  // Only when the device has been idle: no command in flight and none for
+  // gc_idle_delay_ns. GC steps that would have started during the idle time
+  // are scheduled there; the last one may still be running at `now`.
+  if (!gc_background_due_ || now < last_completion_ + c_.gc_idle_delay_ns) return;
+  const TimeNs idle_from = last_completion_ + c_.gc_idle_delay_ns;
+  bool any_below = false;
+  for (std::uint32_t die = 0; die < dies_.size(); ++die) {
+    while (ftl_.free_blocks(die) < c_.gc_background_free_blocks) {
+      const TimeNs t = std::max(idle_from, dies_[die].busy_until);
+      if (t >= now) {
+        any_below = true;
+        break;
+      }
+      dispatch_time_ = t;
+      if (!ftl_.CollectOne(die)) break;
+      ++n_.gc_background_runs;
+    }
+  }
+  gc_background_due_ = any_below;
+}
+
+void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
+                             std::uint32_t slots, std::uint32_t host_slots) {
+  DieTimeline& d = dies_[die];
+  TimeNs& channel = channel_busy_[ChannelOf(die)];
+  const TimeNs xfer = XferNs(std::uint64_t{slots} * unit_bytes_, c_.channel_mb_s);
+  const TimeNs start = std::max({dispatch_time_, channel, d.busy_until});
+  channel = start + xfer;
+  d.busy_until = start + xfer + c_.page_program_ns;
+  d.pe_ops.emplace_back(start, d.busy_until);
+  d.busy_ns += xfer + c_.page_program_ns;
+  const TimeNs done = d.busy_until;
+  while (!d.programs.empty() && d.programs.front().done <= dispatch_time_) d.programs.pop_front();
+  d.programs.push_back({block, first_slot, first_slot + slots, done});
+  if (buffer_capacity_units_ > 0) buffer_releases_.emplace(done, host_slots);
+  call_program_done_ = std::max(call_program_done_, done);
+  last_program_done_ = std::max(last_program_done_, done);
+  if (ftl_.free_blocks(die) < c_.gc_background_free_blocks) gc_background_due_ = true;
+}
+
+void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
+  DieTimeline& d = dies_[die];
+  TimeNs& channel = channel_busy_[ChannelOf(die)];
+  const auto& g = ftl_.geometry();
+  const TimeNs page_xfer = XferNs(std::uint64_t{g.slots_per_page} * unit_bytes_, c_.channel_mb_s);
+  const TimeNs prog_xfer =
+      XferNs(std::uint64_t{g.slots_per_program} * unit_bytes_, c_.channel_mb_s);
+  const TimeNs work = pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns;
+  const TimeNs start = std::max(dispatch_time_, d.busy_until);
+  d.busy_until = start + work;
+  d.pe_ops.emplace_back(start, d.busy_until);
+  d.busy_ns += work;
+  channel = std::max(channel, start) + pages_read * page_xfer + prog_xfer;
+  n_.gc_pages_read += pages_read;
+}
+
+void SsdModel::OnErase(std::uint32_t die) {
+  DieTimeline& d = dies_[die];
+  const TimeNs start = std::max(dispatch_time_, d.busy_until);
+  d.busy_until = start + c_.block_erase_ns;
+  d.pe_ops.emplace_back(start, d.busy_until);
+  d.busy_ns += c_.block_erase_ns;
+}
+
+std::uint32_t SsdModel::NextHostDie(std::uint32_t previous, std::uint32_t dies) {
+  // Dynamic striping: the next program unit goes to the die that frees first
+  // (ties in round-robin order), so a die busy with GC does not hold the buffer.
+  std::uint32_t best = (previous + 1) % dies;
+  for (std::uint32_t i = 2; i <= dies; ++i) {
+    const std::uint32_t die = (previous + i) % dies;
+    if (dies_[die].busy_until < dies_[best].busy_until) best = die;
+  }
+  return best;
+}
+
+std::string SsdModel::CountersJson() const {
+  const FtlCounters& f = ftl_.counters();
+  const std::uint64_t host_units = f.host_slots_written - baseline_.host_slots_written;
+  const std::uint64_t nand_units = f.nand_slots_programmed - baseline_.nand_slots_programmed;
+  nlohmann::json j;
+  j["model"] = "ssd";
+  j["reads"] = n_.reads;
+  j["writes"] = n_.writes;
+  j["flushes"] = n_.flushes;
+  j["trims"] = n_.trims;
+  j["host_bytes_read"] = n_.host_bytes_read;
+  j["host_bytes_written"] = n_.host_bytes_written;
+  j["host_units_written"] = host_units;
+  j["nand_bytes_written"] = nand_units * unit_bytes_;
+  j["nand_pages_read"] = n_.nand_pages_read + n_.gc_pages_read;
+  j["waf"] = host_units == 0 ? 0.0 : static_cast<double>(nand_units) / host_units;
+  j["gc_runs"] = f.gc_runs - baseline_.gc_runs;
+  j["gc_background_runs"] = n_.gc_background_runs;
+  j["gc_units_moved"] = f.gc_slots_moved - baseline_.gc_slots_moved;
+  j["erases"] = f.erases - baseline_.erases;
+  j["padding_units"] = f.padding_slots - baseline_.padding_slots;
+  j["trimmed_units"] = f.trimmed_slots - baseline_.trimmed_slots;
+  j["write_buffer_hits"] = n_.write_buffer_hits;
+  j["write_buffer_stall_ns"] = n_.write_buffer_stall_ns;
+  j["unmapped_reads"] = n_.unmapped_reads;
+  j["admission_wait_ns"] = n_.admission_wait_ns;
+  j["suspends"] = n_.suspends;
+  j["dropped_writes"] = f.dropped_writes;
+  std::vector<std::uint64_t> busy, free_blocks;
+  for (std::uint32_t die = 0; die < dies_.size(); ++die) {
+    busy.push_back(dies_[die].busy_ns);
+    free_blocks.push_back(ftl_.free_blocks(die));
+  }
+  j["die_busy_ns"] = busy;
+  j["die_free_blocks"] = free_blocks;
+  j["memory_bytes"] = MemoryBytes();
+  return j.dump();
+}
+
+std::uint64_t SsdModel::MemoryBytes() const {
+  std::uint64_t bytes = sizeof(*this) + ftl_.MemoryBytes() +
+                        dies_.capacity() * sizeof(DieTimeline) + channel_busy_.capacity() * 16;
+  for (const auto& d : dies_) {
+    bytes += d.programs.size() * sizeof(InflightProgram) + d.pe_ops.size() * 16;
+  }
+  return bytes;
+}
+
+}  // namespace internal
+}  // namespace devmodel

@@ -1,0 +1,109 @@
+// SsdModel: the timing half of the SSD (the mapping half is Ftl). Every die and
+// channel has a busy-until timeline; a request reserves time on the ones it
+// touches, so conflicts, GC and write-buffer drain show up as waits. Requests
+// enter in arrival order through an internal concurrency limit; a command
+// beyond it starts when the earliest earlier command completes.
+// Simplifications (stated so nobody relies on them): a read of a unit never
+// written or trimmed costs no NAND time; a partial-unit write counts as a
+// whole unit (no read-modify-write); GC moves occupy the die and its channel
+// but not the host link; reads are scheduled ahead of program/erase work that
+// has not started (controllers prioritize reads), which then finishes later
+// by the read's duration, but deadlines already given are not revised.
+// Thread-safety: none (see Device).
+#ifndef DEVMODEL_SRC_SSD_MODEL_H_
+#define DEVMODEL_SRC_SSD_MODEL_H_
+
+#include <deque>
+#include <queue>
+#include <vector>
+
+#include "devmodel/ssd.h"
+#include "ftl.h"
+
+namespace devmodel::internal {
+
+class SsdModel final : public Device, private FtlListener {
+ public:
+  // REQUIRES: config validated by NewSsd.
+  SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed);
+
+  Completion Submit(const Request& r, TimeNs now) override;
+  std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
+  std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
+  std::string CountersJson() const override;
+  std::uint64_t MemoryBytes() const override;
+
+  const Ftl& ftl() const { return ftl_; }
+  std::uint32_t DieOfOffset(std::uint64_t offset_bytes) const;  // -1u if unmapped
+  std::uint32_t die_count() const { return static_cast<std::uint32_t>(dies_.size()); }
+  TimeNs die_busy_until(std::uint32_t die) const { return dies_[die].busy_until; }
+
+ private:
+  struct InflightProgram {
+    std::uint32_t block, first_slot, end_slot;
+    TimeNs done;
+  };
+  struct DieTimeline {
+    TimeNs busy_until = 0;       // all booked work: reads, programs, GC, erases
+    TimeNs read_busy_until = 0;  // end of the last host read on this die
+    std::uint64_t busy_ns = 0;
+    // Program/erase operations booked on the die, in time order: a read waits
+    // for the one in progress (or suspends it) and overtakes those not started.
+    std::deque<std::pair<TimeNs, TimeNs>> pe_ops;  // (start, end)
+    std::deque<InflightProgram> programs;  // host programs not yet durable
+  };
+
+  TimeNs Admit(TimeNs now);
+  TimeNs Read(const Request& r, TimeNs t0);
+  TimeNs Write(const Request& r, TimeNs t0);
+  TimeNs Flush(TimeNs t0);
+  TimeNs Trim(const Request& r, TimeNs t0);
+  void BackgroundGc(TimeNs now);
+  TimeNs ReadPage(std::uint32_t die, TimeNs t, std::uint32_t bytes);
+  bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
+  TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes);
+  std::uint32_t ChannelOf(std::uint32_t die) const { return die % c_.channels; }
+  TimeNs XferNs(std::uint64_t bytes, std::uint32_t mb_s) const {
+    return mb_s == 0 ? 0 : (bytes * 1000 + mb_s - 1) / mb_s;
+  }
+
+  // FtlListener: schedules at dispatch_time_.
+  void OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
+                     std::uint32_t slots, std::uint32_t host_slots) override;
+  void OnGcProgram(std::uint32_t die, std::uint32_t pages_read) override;
+  void OnErase(std::uint32_t die) override;
+  std::uint32_t NextHostDie(std::uint32_t previous, std::uint32_t dies) override;
+
+  SsdConfig c_;
+  std::uint64_t capacity_bytes_;
+  std::uint32_t unit_bytes_;
+  Ftl ftl_;
+  FtlCounters baseline_;  // FTL counters after preconditioning
+  std::vector<DieTimeline> dies_;
+  std::vector<TimeNs> channel_busy_;       // program and GC transfers
+  std::vector<TimeNs> read_channel_busy_;  // host read transfers (prioritized)
+  TimeNs link_in_busy_ = 0, link_out_busy_ = 0;
+  std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>> inflight_;
+  using Release = std::pair<TimeNs, std::uint32_t>;  // (done, host units)
+  std::priority_queue<Release, std::vector<Release>, std::greater<>> buffer_releases_;
+  std::uint64_t buffer_capacity_units_;
+  std::uint64_t buffer_used_units_ = 0;
+  TimeNs dispatch_time_ = 0;
+  TimeNs call_program_done_ = 0;   // latest host program emitted in this call
+  TimeNs last_program_done_ = 0;   // latest host program ever emitted
+  TimeNs last_completion_ = 0;     // latest host command completion
+  bool gc_background_due_ = true;  // some die may be below the background mark
+
+  struct Counters {
+    std::uint64_t reads = 0, writes = 0, flushes = 0, trims = 0;
+    std::uint64_t host_bytes_read = 0, host_bytes_written = 0;
+    std::uint64_t nand_pages_read = 0, write_buffer_hits = 0, unmapped_reads = 0;
+    std::uint64_t write_buffer_stall_ns = 0, admission_wait_ns = 0;
+    std::uint64_t gc_background_runs = 0, suspends = 0;
+    std::uint64_t gc_pages_read = 0;
+  } n_;
+};
+
+}  // namespace devmodel::internal
+
+#endif  // DEVMODEL_SRC_SSD_MODEL_H_

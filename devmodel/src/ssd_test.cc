@@ -1,0 +1,271 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "devmodel/ssd.h"
+#include "rng.h"
+#include "ssd_model.h"
+
+namespace devmodel {
+namespace {
+
+using internal::SsdModel;
+
+SsdConfig SmallConfig() {
+  SsdConfig c;
+  c.channels = 4;
+  c.dies_per_channel = 2;
+  c.planes_per_die = 2;
+  c.blocks_per_plane = 64;
+  c.pages_per_block = 64;
+  c.page_bytes = 16384;
+  c.page_read_ns = 50000;
+  c.page_program_ns = 500000;
+  c.block_erase_ns = 3000000;
+  c.channel_mb_s = 800;
+  c.host_link_mb_s = 3200;
+  c.controller_overhead_ns = 4000;
+  c.write_buffer_bytes = 1 << 20;
+  return c;
+}
+
+std::unique_ptr<SsdModel> Make(const SsdConfig& c, std::uint64_t seed = 1) {
+  std::string error;
+  auto device = NewSsd(c, seed, &error);
+  EXPECT_NE(device, nullptr) << error;
+  return std::unique_ptr<SsdModel>(static_cast<SsdModel*>(device.release()));
+}
+
+Request Rq(Op op, std::uint64_t offset, std::uint64_t length) {
+  Request r;
+  r.op = op;
+  r.offset_bytes = offset;
+  r.length_bytes = length;
+  return r;
+}
+
+nlohmann::json Counters(const Device& d) { return nlohmann::json::parse(d.CountersJson()); }
+
+constexpr TimeNs kSecond = 1000000000;
+
+TEST(SsdTest, Qd1ReadIsReadTimePlusTransfersPlusOverhead) {
+  const SsdConfig c = SmallConfig();
+  auto ssd = Make(c);
+  ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
+  ssd->Submit(Rq(Op::kFlush, 0, 0), 10);
+  const TimeNs now = kSecond;  // long after the program finished
+  const Completion done = ssd->Submit(Rq(Op::kRead, 0, 4096), now);
+  const TimeNs channel = (4096 * 1000 + 799) / 800;   // 5120 ns
+  const TimeNs link = (4096 * 1000 + 3199) / 3200;    // 1280 ns
+  EXPECT_TRUE(done.final);
+  EXPECT_EQ(done.deadline_ns - now, c.controller_overhead_ns + c.page_read_ns + channel + link);
+  EXPECT_EQ(Counters(*ssd)["nand_pages_read"], 1);
+}
+
+// Writes one program unit per die so that consecutive 32 KiB regions sit on
+// consecutive dies (the write frontier stripes program units over dies).
+void FillOneUnitPerDie(SsdModel& ssd, int dies) {
+  const std::uint64_t unit = 2 * 16384;  // planes x page
+  for (int d = 0; d < dies; ++d) ssd.Submit(Rq(Op::kWrite, d * unit, unit), d);
+  ssd.Submit(Rq(Op::kFlush, 0, 0), 100);
+}
+
+TEST(SsdTest, ReadsOnDistinctDiesRunInParallelAndOnOneDieSerialize) {
+  SsdConfig c = SmallConfig();
+  c.host_link_mb_s = 0;  // isolate the NAND side
+  auto ssd = Make(c);
+  const int dies = static_cast<int>(ssd->die_count());
+  FillOneUnitPerDie(*ssd, dies);
+  const std::uint64_t unit = 2 * 16384;
+  std::vector<std::uint32_t> seen;
+  for (int d = 0; d < dies; ++d) seen.push_back(ssd->DieOfOffset(d * unit));
+  std::sort(seen.begin(), seen.end());
+  ASSERT_EQ(std::unique(seen.begin(), seen.end()) - seen.begin(), dies) << "striping";
+
+  const TimeNs now = kSecond;
+  const TimeNs single = c.controller_overhead_ns + c.page_read_ns + (4096 * 1000 + 799) / 800;
+  TimeNs latest = 0;
+  for (int d = 0; d < dies; ++d) {
+    latest = std::max(latest, ssd->Submit(Rq(Op::kRead, d * unit, 4096), now).deadline_ns);
+  }
+  // Parallel: only the channel transfer is shared by the dies of a channel.
+  const TimeNs channel_share = (c.dies_per_channel - 1) * ((4096 * 1000 + 799) / 800);
+  EXPECT_LE(latest - now, single + channel_share);
+
+  // The same die (8 units of one program unit, separate commands): serialized.
+  const TimeNs now2 = 2 * kSecond;
+  TimeNs last = 0;
+  for (int i = 0; i < dies; ++i) {
+    last = std::max(last, ssd->Submit(Rq(Op::kRead, i * 4096, 4096), now2).deadline_ns);
+  }
+  EXPECT_GE(last - now2, dies * c.page_read_ns);
+  printf("[ measured ] %d dies in parallel: %.1f us; %d reads on one die: %.1f us\n", dies,
+         (latest - now) / 1e3, dies, (last - now2) / 1e3);
+}
+
+TEST(SsdTest, WriteBufferHitIsCheaperThanAProgram) {
+  const SsdConfig c = SmallConfig();
+  auto ssd = Make(c);
+  const Completion w = ssd->Submit(Rq(Op::kWrite, 8192, 4096), 1000);
+  EXPECT_LT(w.deadline_ns - 1000, c.page_program_ns / 10);  // buffered, not programmed
+  const Completion r = ssd->Submit(Rq(Op::kRead, 8192, 4096), w.deadline_ns);
+  EXPECT_LT(r.deadline_ns - w.deadline_ns, c.page_read_ns);  // served from DRAM
+  EXPECT_EQ(Counters(*ssd)["write_buffer_hits"], 1);
+  EXPECT_EQ(Counters(*ssd)["nand_pages_read"], 0);
+}
+
+TEST(SsdTest, WriteThroughWaitsForTheProgram) {
+  SsdConfig c = SmallConfig();
+  c.write_buffer_bytes = 0;
+  auto ssd = Make(c);
+  const Completion w = ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
+  EXPECT_GE(w.deadline_ns, c.page_program_ns);
+}
+
+TEST(SsdTest, FlushWaitsForBufferWithoutPlpOnly) {
+  SsdConfig c = SmallConfig();
+  auto ssd = Make(c);
+  ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
+  const Completion f = ssd->Submit(Rq(Op::kFlush, 0, 0), 20000);
+  EXPECT_GE(f.deadline_ns, c.page_program_ns);
+  c.power_loss_protection = true;
+  auto plp = Make(c);
+  plp->Submit(Rq(Op::kWrite, 0, 4096), 0);
+  const Completion g = plp->Submit(Rq(Op::kFlush, 0, 0), 20000);
+  EXPECT_EQ(g.deadline_ns, 20000 + c.controller_overhead_ns);
+}
+
+TEST(SsdTest, TrimUnmapsAndReadsOfTrimmedDataSkipNand) {
+  auto ssd = Make(SmallConfig());
+  ssd->Submit(Rq(Op::kWrite, 0, 65536), 0);
+  ssd->Submit(Rq(Op::kFlush, 0, 0), 1);
+  ssd->Submit(Rq(Op::kTrim, 0, 65536), kSecond);
+  ssd->Submit(Rq(Op::kRead, 0, 65536), 2 * kSecond);
+  const auto j = Counters(*ssd);
+  EXPECT_EQ(j["trimmed_units"], 16);
+  EXPECT_EQ(j["unmapped_reads"], 16);
+  EXPECT_EQ(j["nand_pages_read"], 0);
+}
+
+TEST(SsdTest, ConcurrencyLimitDelaysTheCommandBeyondIt) {
+  SsdConfig c = SmallConfig();
+  c.max_inflight_commands = 2;
+  c.host_link_mb_s = 0;
+  auto ssd = Make(c);
+  FillOneUnitPerDie(*ssd, static_cast<int>(ssd->die_count()));
+  const std::uint64_t unit = 2 * 16384;
+  const TimeNs now = kSecond;
+  const TimeNs a = ssd->Submit(Rq(Op::kRead, 0 * unit, 4096), now).deadline_ns;
+  const TimeNs b = ssd->Submit(Rq(Op::kRead, 1 * unit, 4096), now).deadline_ns;
+  const TimeNs third = ssd->Submit(Rq(Op::kRead, 2 * unit, 4096), now).deadline_ns;
+  EXPECT_EQ(third - std::min(a, b), a - now);  // starts when the first one frees a slot
+  EXPECT_GT(Counters(*ssd)["admission_wait_ns"], 0);
+}
+
+TEST(SsdTest, FullDriveStallsButNeverDropsWrites) {
+  SsdConfig c = SmallConfig();
+  c.precondition = Precondition::kFull;
+  auto ssd = Make(c);
+  internal::Rng rng(7);
+  const std::uint64_t units = ssd->capacity_bytes() / 4096;
+  TimeNs now = 0, latest = 0;
+  for (int i = 0; i < 100000; ++i) {
+    latest = std::max(latest, ssd->Submit(Rq(Op::kWrite, rng.Below(units) * 4096, 4096), now).deadline_ns);
+    now += 2000;  // 500K IOPS offered: far beyond what the drive sustains
+  }
+  const auto j = Counters(*ssd);
+  EXPECT_EQ(j["dropped_writes"], 0);
+  EXPECT_GT(j["gc_runs"], 0);
+  EXPECT_GT(j["write_buffer_stall_ns"], 0);
+  EXPECT_GT(j["waf"].get<double>(), 1.0);
+  printf("[ measured ] full drive, random 4K writes: WAF %.2f, last completion %.3f s\n",
+         j["waf"].get<double>(), latest / 1e9);
+}
+
+// Random writes keep GC busy on a steady-state drive; every millisecond a
+// read goes to a die whose timeline is booked for more than 1 ms ahead (GC
+// moves, erases, programs). Without suspend it waits for them.
+double MeanReadLatencyUnderGc(bool suspend, nlohmann::json* counters, double* worst) {
+  SsdConfig c = SmallConfig();
+  c.precondition = Precondition::kSteady;
+  c.capacity_bytes = SsdRawBytes(c) / 4 * 3;  // 33% over-provisioning
+  c.suspend_enabled = suspend;
+  c.suspend_latency_ns = 20000;
+  auto ssd = Make(c, 3);
+  internal::Rng rng(11);
+  const std::uint64_t units = ssd->capacity_bytes() / 4096;
+  TimeNs now = kSecond;
+  double sum = 0;
+  int reads = 0;
+  for (int i = 1; i <= 40000; ++i) {
+    now += 100000;  // 10K writes/s
+    ssd->Submit(Rq(Op::kWrite, rng.Below(units) * 4096, 4096), now);
+    if (i % 20 != 0) continue;
+    for (int tries = 0; tries < 64; ++tries) {
+      const std::uint64_t offset = rng.Below(units) * 4096;
+      const std::uint32_t die = ssd->DieOfOffset(offset);
+      if (die == 0xFFFFFFFFu || ssd->die_busy_until(die) < now + 1000000) continue;
+      const Completion r = ssd->Submit(Rq(Op::kRead, offset, 4096), now);
+      sum += static_cast<double>(r.deadline_ns - now);
+      *worst = std::max(*worst, static_cast<double>(r.deadline_ns - now));
+      ++reads;
+      break;
+    }
+  }
+  *counters = Counters(*ssd);
+  EXPECT_GT(reads, 100);
+  return sum / reads;
+}
+
+TEST(SsdTest, ReadsWaitForGcAndMuchLessWithSuspend) {
+  nlohmann::json off_counters, on_counters;
+  double off_worst = 0, on_worst = 0;
+  const double off = MeanReadLatencyUnderGc(false, &off_counters, &off_worst);
+  const double on = MeanReadLatencyUnderGc(true, &on_counters, &on_worst);
+  printf("[ measured ] 4K reads on a die busy with GC/programs: mean %.1f us, max %.1f us without "
+         "suspend; mean %.1f us, max %.1f us with (GC runs %d, WAF %.2f, suspends %d)\n",
+         off / 1e3, off_worst / 1e3, on / 1e3, on_worst / 1e3, off_counters["gc_runs"].get<int>(),
+         off_counters["waf"].get<double>(), on_counters["suspends"].get<int>());
+  EXPECT_GT(off_counters["gc_runs"].get<int>(), 100);
+  EXPECT_GT(off, 200000.0);           // waits for the program/erase in progress
+  EXPECT_GT(off_worst, 2000000.0);    // an erase or a GC step: milliseconds
+  EXPECT_LT(on * 3, off);
+  EXPECT_LT(on_worst * 10, off_worst);  // the tail shrinks by an order of magnitude
+}
+
+TEST(SsdTest, SparseStateFourTebibytesWithEightGibibytesWritten) {
+  SsdConfig c;
+  c.channels = 8;
+  c.dies_per_channel = 8;
+  c.planes_per_die = 4;
+  c.blocks_per_plane = 1400;
+  c.pages_per_block = 768;
+  c.page_bytes = 16384;
+  c.capacity_bytes = 4ull << 40;
+  auto ssd = Make(c);
+  const std::uint64_t before = ssd->MemoryBytes();
+  TimeNs now = 0;
+  for (std::uint64_t off = 0; off < (8ull << 30); off += 1 << 20) {
+    now = ssd->Submit(Rq(Op::kWrite, off, 1 << 20), now).deadline_ns;
+  }
+  const std::uint64_t after = ssd->MemoryBytes();
+  printf("[ measured ] 4 TiB SSD: %.1f MiB empty, %.1f MiB after 8 GiB written\n",
+         before / 1048576.0, after / 1048576.0);
+  EXPECT_LT(after, 128ull << 20);
+}
+
+TEST(SsdTest, RejectsInconsistentGeometry) {
+  SsdConfig c = SmallConfig();
+  c.capacity_bytes = SsdRawBytes(c);  // no over-provisioning
+  std::string error;
+  EXPECT_EQ(NewSsd(c, 1, &error), nullptr);
+  EXPECT_NE(error.find("capacity_bytes must be in ["), std::string::npos) << error;
+  c = SmallConfig();
+  c.page_bytes = 6000;
+  EXPECT_EQ(NewSsd(c, 1, &error), nullptr);
+  EXPECT_NE(error.find("page_bytes"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace devmodel

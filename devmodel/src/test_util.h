@@ -1,0 +1,59 @@
+// Test helpers: a closed-loop host that keeps `depth` requests outstanding and
+// follows the completion protocol (poll when a deadline is not final), as the
+// QEMU glue will. Test-only; fixed seeds.
+#ifndef DEVMODEL_SRC_TEST_UTIL_H_
+#define DEVMODEL_SRC_TEST_UTIL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "devmodel/device.h"
+
+namespace devmodel::testing {
+
+struct Finished {
+  Request request;
+  TimeNs submitted_ns, completed_ns;
+};
+
+// Runs `count` requests from `next` (called with the submit time) through
+// `device`, `depth` at a time, each new one submitted when one completes.
+inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
+                                           const std::function<Request(TimeNs)>& next,
+                                           TimeNs start_ns = 0) {
+  std::vector<Finished> done;
+  // (event time, tag) -> (request, submitted, final)
+  struct Pending { Request r; TimeNs submitted; bool final; };
+  std::multimap<std::pair<TimeNs, std::uint64_t>, Pending> events;
+  std::uint64_t tag = 0;
+  int issued = 0;
+  auto submit = [&](TimeNs now) {
+    Request r = next(now);
+    r.tag = ++tag;
+    const Completion c = device.Submit(r, now);
+    events.emplace(std::make_pair(c.deadline_ns, r.tag), Pending{r, now, c.final});
+    ++issued;
+  };
+  for (int i = 0; i < depth && issued < count; ++i) submit(start_ns);
+  while (!events.empty()) {
+    auto it = events.begin();
+    const TimeNs now = it->first.first;
+    Pending p = it->second;
+    events.erase(it);
+    if (!p.final) {
+      const Completion c = device.Poll(p.r.tag, now);
+      events.emplace(std::make_pair(c.deadline_ns, p.r.tag), Pending{p.r, p.submitted, c.final});
+      continue;
+    }
+    done.push_back({p.r, p.submitted, now});
+    if (issued < count) submit(now);
+  }
+  return done;
+}
+
+}  // namespace devmodel::testing
+
+#endif  // DEVMODEL_SRC_TEST_UTIL_H_
