@@ -1,0 +1,68 @@
+// JobResult: everything one job measured, filled by the job's process and
+// read by the parent after the job ended. It is trivially copyable with no
+// pointers, so it can live in memory shared between the processes (see
+// main.cc); derived numbers (bandwidth, percentiles) are computed at output
+// time from it and the JobSpec.
+// Thread-safety: one writer (the job) until it exits, then readers.
+#ifndef BLKGEN_JOB_RESULT_H_
+#define BLKGEN_JOB_RESULT_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "histogram.h"
+#include "job_spec.h"
+#include "running_stat.h"
+
+namespace blkgen {
+
+// Buckets of fio's "iodepth_level", "iodepth_submit" and "iodepth_complete".
+inline constexpr int kDepthBuckets = 7;
+
+// Interval of fio's bandwidth and IOPS samples (bwavgtime, iopsavgtime).
+inline constexpr uint64_t kBwSampleIntervalNs = 500ULL * 1000 * 1000;
+
+struct DirResult {
+  uint64_t io_bytes = 0;   // bytes transferred in the measured phase
+  uint64_t total_ios = 0;  // completed I/Os, short ones included
+  uint64_t short_ios = 0;  // completed with fewer bytes than asked
+  uint64_t drop_ios = 0;   // always 0: blkgen does not drop I/Os
+  RunningStat slat_ns;     // prepare -> handed to the kernel (async engines only)
+  RunningStat clat_ns;     // handed to the kernel -> completion seen
+  RunningStat lat_ns;      // prepare -> completion seen
+  RunningStat bw_kib_s;    // one sample per kBwSampleIntervalNs, KiB/s
+  RunningStat iops;        // one sample per kBwSampleIntervalNs, I/O per s
+  LatencyHistogram clat_hist;
+  LatencyHistogram lat_hist;
+};
+
+struct JobResult {
+  int32_t error = 0;           // errno of the first failure; 0 = none
+  char error_text[256] = {};   // message of the first failure, NUL-terminated
+  bool measured = false;       // the measured phase (after ramp_time) began
+  uint64_t runtime_ns = 0;     // measured phase: end of ramp -> last completion
+  uint64_t elapsed_ns = 0;     // start of I/O (ramp included) -> end
+  uint32_t iodepth = 0;        // depth the engine ran with
+  uint32_t engine_flags = 0;   // engine-specific setup flags (io_uring: IORING_SETUP_*)
+  uint64_t region_offset = 0;  // bytes; the region the job used
+  uint64_t region_bytes = 0;
+  DirResult dir[kNumDirs];
+  // getrusage(RUSAGE_SELF) of the job's process over the measured phase.
+  uint64_t usr_ns = 0;
+  uint64_t sys_ns = 0;
+  uint64_t ctx = 0;   // voluntary + involuntary context switches
+  uint64_t majf = 0;  // major page faults
+  uint64_t minf = 0;  // minor page faults
+  // Per submitted I/O, by I/Os in use when it was committed: 1, 2-3, 4-7,
+  // ..., >=64.
+  uint64_t depth_map[kDepthBuckets] = {};
+  // Per Commit() / Reap() call, by batch size: 0, 1-4, 5-8, 9-16, ..., >64.
+  uint64_t submit_map[kDepthBuckets] = {};
+  uint64_t complete_map[kDepthBuckets] = {};
+};
+
+static_assert(std::is_trivially_copyable_v<JobResult>);
+
+}  // namespace blkgen
+
+#endif  // BLKGEN_JOB_RESULT_H_

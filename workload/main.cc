@@ -1,0 +1,118 @@
+// blkgen: the in-guest workload driver. Parses fio-style options, runs each
+// job in its own process, prints fio-compatible JSON or a fio-like summary.
+// Exit codes: 0 all jobs ran without error, 1 a job failed (its partial
+// results are still reported), 2 usage error.
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "job_processes.h"
+#include "json_output.h"
+#include "normal_output.h"
+#include "options.h"
+#include "report.h"
+
+namespace blkgen {
+namespace {
+
+constexpr int kExitJobFailed = 1;
+constexpr int kExitUsage = 2;
+
+// Writes `text` to `path` atomically (temp file in the same directory, then
+// rename), so a reader never sees a half-written report.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "blkgen: %s\n", ErrnoMessage("open '" + tmp + "'", errno).c_str());
+    return false;
+  }
+  const bool written = fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_err = errno;
+  if (fclose(f) != 0 || !written) {
+    std::fprintf(stderr, "blkgen: %s\n",
+                 ErrnoMessage("write '" + tmp + "'", written ? errno : write_err).c_str());
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "blkgen: %s\n", ErrnoMessage("rename to '" + path + "'", errno).c_str());
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  CommandLine cl;
+  const Status parsed = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc), &cl);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "blkgen: %s\n", parsed.message().c_str());
+    return kExitUsage;
+  }
+  if (cl.program.show_help) {
+    std::fputs(HelpText().c_str(), stdout);
+    return 0;
+  }
+  if (cl.program.show_version) {
+    std::printf("%.*s\n", int(kBlkgenVersion.size()), kBlkgenVersion.data());
+    return 0;
+  }
+  for (const std::string& note : cl.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+
+  const bool normal = cl.program.format == OutputFormat::kNormal;
+  const bool to_stdout = cl.program.output_path.empty();
+  std::string report;
+  if (normal) {
+    if (to_stdout) {
+      std::fputs(FormatBanner(cl).c_str(), stdout);
+    } else {
+      report = FormatBanner(cl);
+    }
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+
+  SharedResults shared(cl.jobs.size());
+  if (!shared.ok()) {
+    std::fprintf(stderr, "blkgen: %s\n", ErrnoMessage("mmap", errno).c_str());
+    return kExitJobFailed;
+  }
+  RunJobsInProcesses(cl.jobs, shared.results());
+
+  std::vector<const JobResult*> results;
+  for (const JobResult& r : shared.results()) results.push_back(&r);
+  if (normal) {
+    report += FormatNormalReport(cl, results);
+  } else {
+    timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const WallClock wall{static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000};
+    report = FormatJsonReport(cl, results, wall);
+  }
+
+  bool ok = true;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i]->error != 0) {
+      std::fprintf(stderr, "blkgen: job '%s': %s\n", cl.jobs[i].name.c_str(),
+                   results[i]->error_text);
+      ok = false;
+    }
+  }
+  if (to_stdout) {
+    std::fputs(report.c_str(), stdout);
+    if (std::fflush(stdout) != 0) ok = false;
+  } else if (!WriteFileAtomically(cl.program.output_path, report)) {
+    ok = false;
+  }
+  return ok ? 0 : kExitJobFailed;
+}
+
+}  // namespace
+}  // namespace blkgen
+
+int main(int argc, char** argv) { return blkgen::Main(argc, argv); }

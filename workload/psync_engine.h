@@ -1,0 +1,27 @@
+// PsyncEngine: one pread(2)/pwrite(2) per I/O inside Queue(), fio's "psync".
+// Depth is always 1. Thread-safety: one thread.
+#ifndef BLKGEN_PSYNC_ENGINE_H_
+#define BLKGEN_PSYNC_ENGINE_H_
+
+#include "engine.h"
+
+namespace blkgen {
+
+class PsyncEngine final : public Engine {
+ public:
+  static constexpr uint32_t kCaps = kCapSync;
+
+  std::string_view name() const override { return "psync"; }
+  uint32_t caps() const override { return kCaps; }
+  Status Init(int fd, uint32_t depth) override;
+  SubmitResult Queue(IoRequest* req) override;
+  int Commit() override { return 0; }
+  int Reap(uint32_t, uint32_t, IoRequest**) override { return 0; }
+
+ private:
+  int fd_ = -1;  // not owned
+};
+
+}  // namespace blkgen
+
+#endif  // BLKGEN_PSYNC_ENGINE_H_
