@@ -22,7 +22,7 @@ from blklab.vm import VM, VMConfig
 
 log = logging.getLogger(__name__)
 
-PROBE_TIMEOUT_S = 60.0
+PROBE_TIMEOUT_S = 20.0
 
 
 def _boot_id() -> str:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import shlex
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,9 @@ class VMConfig:
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     extra_append: str = ""
+    # The QMP socket; a Unix socket path must stay under 108 bytes, so by
+    # default it lives in a short temporary directory, not in workdir.
+    qmp_path: Path | None = None
 
     @property
     def console_log(self) -> Path:
@@ -53,10 +58,6 @@ class VMConfig:
     @property
     def results_path(self) -> Path:
         return self.workdir / "results.bin"
-
-    @property
-    def qmp_path(self) -> Path:
-        return self.workdir / "qmp.sock"
 
     def kernel_append(self) -> str:
         # panic=-1: a panic reboots at once and -no-reboot turns that into a
@@ -80,10 +81,11 @@ class VMConfig:
             "-kernel", str(self.kernel),
             "-initrd", str(self.initrd),
             "-append", self.kernel_append(),
-            "-serial", f"file:{self.console_log}",
-            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+            "-chardev", f"file,id=console,path={_opt(self.console_log)}",
+            "-serial", "chardev:console",
+            "-qmp", f"unix:{_opt(self.qmp_path)},server=on,wait=off",
             "-device", "virtio-serial-pci,id=vser0,ioeventfd=off",
-            "-chardev", f"file,id=results,path={self.results_path}",
+            "-chardev", f"file,id=results,path={_opt(self.results_path)}",
             "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
         ]
         if self.mode == "deterministic":
@@ -100,7 +102,8 @@ class VMConfig:
         else:
             if self.backing_path is None:
                 raise ValueError("a file-backed device needs backing_path")
-            backend = ["-blockdev", f"driver=file,node-name=file0,filename={self.backing_path}",
+            backend = ["-blockdev",
+                       f"driver=file,node-name=file0,filename={_opt(self.backing_path)}",
                        "-blockdev", "driver=raw,node-name=disk0,file=file0"]
         serial = f"serial=blklab-{d.name}"[:27]
         if d.kind == "nvme":
@@ -116,8 +119,17 @@ class VMConfig:
         return backend + front
 
 
+def _opt(value: object) -> str:
+    """A value inside a QEMU option string: commas are doubled."""
+    return str(value).replace(",", ",,")
+
+
 class VM:
     def __init__(self, config: VMConfig):
+        self._sockdir: str | None = None
+        if config.qmp_path is None:
+            self._sockdir = tempfile.mkdtemp(prefix="blklab-qmp-")
+            config.qmp_path = Path(self._sockdir) / "qmp.sock"
         self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
         self.cmd = config.cmdline()
@@ -135,7 +147,8 @@ class VM:
         c = self.config
         c.workdir.mkdir(parents=True, exist_ok=True)
         for p in (c.console_log, c.results_path, c.qmp_path):
-            p.unlink(missing_ok=True)
+            if p is not None:
+                p.unlink(missing_ok=True)
         (c.workdir / "cmdline.txt").write_text(shlex.join(self.cmd) + "\n")
         log.debug("launch: %s", shlex.join(self.cmd))
         try:
@@ -169,9 +182,18 @@ class VM:
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         """End QEMU if it still runs: QMP quit, then SIGTERM, then SIGKILL."""
+        try:
+            self._end_qemu(grace_s)
+        finally:
+            if self._sockdir is not None:
+                shutil.rmtree(self._sockdir, ignore_errors=True)
+                self._sockdir = None
+
+    def _end_qemu(self, grace_s: float) -> None:
         p = self.proc
         if p is None or p.poll() is not None:
             return
+        assert self.config.qmp_path is not None
         try:
             qmp_command(self.config.qmp_path, "quit", timeout_s=grace_s)
         except (OSError, ValueError) as e:
