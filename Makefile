@@ -25,7 +25,7 @@ DEB_PACKAGES := \
 	liburing-dev nlohmann-json3-dev libtoml11-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev \
 	python3-pytest python3-numpy python3-scipy python3-jinja2 \
-	python3-jsonschema python3-rich python3-matplotlib
+	python3-jsonschema python3-rich python3-matplotlib chromium
 
 .PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean
 

@@ -7,8 +7,10 @@ import logging
 import sys
 from pathlib import Path
 
-from blklab import __version__, runner, scenario as scenario_mod, table
+from blklab import (__version__, baseline, expectations, paths, report, runner,
+                    scenario as scenario_mod, table)
 from blklab.errors import BlklabError
+from blklab.results import write_atomic
 
 
 def _positive(text: str) -> int:
@@ -25,19 +27,74 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="blklab", description="A lab for the Linux block layer.")
     p.add_argument("--version", action="version", version=f"blklab {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    p.add_argument("--results", type=Path, default=None,
+                   help="results root (default: results/ in the repository)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run a scenario: one fresh VM per cell")
+    r = sub.add_parser("run", help="run a scenario: one fresh VM per cell, then report")
     r.add_argument("scenario", type=Path, help="scenario file (TOML)")
     r.add_argument("--repeats", type=_positive, help="override scenario.repeats")
     r.add_argument("--mode", choices=scenario_mod.MODES, help="override scenario.mode")
     r.add_argument("--accel", choices=("tcg", "kvm"), help="skip the KVM probe and use this")
     r.add_argument("--jobs", type=_positive, help="cells run in parallel (default: cores)")
     r.add_argument("--out", type=Path, help="run directory (default results/<scenario>/<run-id>)")
+    r.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
+
+    rep = sub.add_parser("report", help="write RUN/report.html")
+    rep.add_argument("run", type=Path)
+    rep.add_argument("-o", "--output", type=Path, help="default: RUN/report.html")
+
+    c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure")
+    c.add_argument("run", type=Path)
+
+    b = sub.add_parser("baseline", help="save a run's metrics as a named baseline")
+    bsub = b.add_subparsers(dest="baseline_command", required=True)
+    bs = bsub.add_parser("save", help="save RUN as baseline NAME")
+    bs.add_argument("run", type=Path)
+    bs.add_argument("name")
+
+    cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
+    cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
+    cmp_.add_argument("run", type=Path)
+    cmp_.add_argument("--tolerance", type=float, default=0.0,
+                      help="percent change tolerated for exact (deterministic) values")
     return p
+
+
+def _results_root(args: argparse.Namespace) -> Path:
+    return args.results or (paths.REPO / "results")
+
+
+def _print_outcomes(outcomes: list[expectations.Outcome]) -> None:
+    if outcomes:
+        print("expectations:")
+        for o in outcomes:
+            print("  " + o.line())
+
+
+def _write_report(run: runner.Run, outcomes: list[expectations.Outcome],
+                  output: Path | None = None) -> Path:
+    out = output or run.path / "report.html"
+    write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes))
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    s = scenario_mod.load(args.scenario)
+    options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
+                                repeats=args.repeats, results_root=_results_root(args))
+    run_dir, cells = runner.run(s, options)
+    print(table.render(cells))
+    outcomes = expectations.evaluate(s.expectations, cells)
+    _print_outcomes(outcomes)
+    if not args.no_report:
+        print(f"report: {_write_report(runner.load_run(run_dir), outcomes)}")
+    failed = [c for c in cells if c["status"] != "ok"]
+    print(f"results: {run_dir} ({len(cells) - len(failed)} ok, {len(failed)} failed)")
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,14 +108,37 @@ def main(argv: list[str] | None = None) -> int:
                 print(c.id)
             return 0
         if args.command == "run":
-            s = scenario_mod.load(args.scenario)
-            options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs,
-                                        out=args.out, repeats=args.repeats)
-            run_dir, cells = runner.run(s, options)
-            print(table.render(cells))
-            failed = [c for c in cells if c["status"] != "ok"]
-            print(f"results: {run_dir} ({len(cells) - len(failed)} ok, {len(failed)} failed)")
-            return 1 if failed else 0
+            return _run(args)
+        if args.command == "report":
+            run = runner.load_run(args.run)
+            outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
+            print(f"report: {_write_report(run, outcomes, args.output)}")
+            return 0
+        if args.command == "check":
+            run = runner.load_run(args.run)
+            outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
+            _print_outcomes(outcomes)
+            bad = [o for o in outcomes if o.status != "PASS"]
+            print(f"{len(outcomes) - len(bad)} of {len(outcomes)} expectations hold")
+            return 1 if bad else 0
+        if args.command == "baseline":
+            run = runner.load_run(args.run)
+            path = baseline.baseline_path(_results_root(args), args.name)
+            baseline.save(path, run.cells, run.manifest)
+            print(f"baseline {args.name}: {path}")
+            return 0
+        if args.command == "compare":
+            as_path = Path(args.baseline)
+            path = as_path if as_path.suffix == ".json" else baseline.baseline_path(
+                _results_root(args), args.baseline)
+            base = baseline.load(path)
+            run = runner.load_run(args.run)
+            changes = baseline.compare(base, baseline.snapshot(run.cells, run.manifest),
+                                       args.tolerance)
+            print(baseline.render(changes))
+            regressed = [c for c in changes if c.verdict in ("regressed", "missing")]
+            print(f"{len(regressed)} regression(s) against {path}")
+            return 1 if regressed else 0
     except BlklabError as e:
         print(f"blklab: {e}", file=sys.stderr)
         return e.exit_code

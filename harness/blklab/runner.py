@@ -31,6 +31,8 @@ from blklab.scenario import Cell, Scenario
 log = logging.getLogger(__name__)
 
 MANIFEST_SCHEMA_VERSION = 1
+# The scenario as it was run, so that report and check need only the run.
+SCENARIO_COPY = "scenario.toml"
 
 
 @dataclass
@@ -138,6 +140,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "host": host_info(),
     }
     write_atomic(run_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_atomic(run_dir / SCENARIO_COPY, scenario.path.read_text())
 
     todo: list[Cell] = []
     for c in cells:
@@ -176,3 +179,32 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         if data is not None:
             results.append(data)
     return run_dir, results
+
+
+@dataclass
+class Run:
+    """A run directory read back: manifest, scenario and cells."""
+
+    path: Path
+    manifest: dict[str, Any]
+    scenario: Scenario
+    cells: list[dict[str, Any]]
+
+
+def load_run(run_dir: Path) -> Run:
+    from blklab import scenario as scenario_mod
+
+    manifest_path = run_dir / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except FileNotFoundError:
+        raise BlklabError(f"{run_dir}: not a blklab run (no manifest.json)") from None
+    except (OSError, ValueError) as e:
+        raise BlklabError(f"{manifest_path}: unreadable: {e}") from None
+    scenario = scenario_mod.load(run_dir / SCENARIO_COPY)
+    cells = []
+    for cid in manifest.get("cells", []):
+        data = load_cell(cell_json_path(run_dir, cid))
+        if data is not None:
+            cells.append(data)
+    return Run(run_dir, manifest, scenario, cells)

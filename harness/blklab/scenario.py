@@ -84,6 +84,35 @@ class Cell:
         return list(self.queue) + [(f"iosched/{k}", v) for k, v in self.iosched]
 
 
+@dataclass(frozen=True)
+class Selector:
+    """Picks one group of cells: a scheduler, a job, tunable values."""
+
+    scheduler: str | None = None
+    job: str | None = None
+    tunables: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What should be true of a run, checked after it: `left op right x
+    factor`, or `ratio[0] <= left / right <= ratio[1]`, or left against an
+    absolute `below` / `above` bound."""
+
+    what: str
+    metric: str
+    direction: str
+    device: str | None
+    left: Selector
+    right: Selector | None
+    op: str | None
+    factor: float
+    ratio: tuple[float, float] | None
+    below: float | None
+    above: float | None
+    source: str
+
+
 @dataclass
 class Scenario:
     path: Path
@@ -101,6 +130,7 @@ class Scenario:
     iosched_axes: dict[str, dict[str, list[str]]]
     jobs: list[Job]
     sha256: str
+    expectations: list[Expectation] = field(default_factory=list)
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
     def cells(self) -> list[Cell]:
@@ -265,6 +295,79 @@ def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     return jobs
 
 
+EXPECT_METRICS = ("iops", "bw_bytes", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns",
+                  "clat_p99.9_ns")
+EXPECT_OPS = ("<", "<=", ">", ">=")
+DIRECTIONS = ("read", "write", "trim")
+
+
+def _parse_selector(r: _Reader, name: str, jobs: list[Job], schedulers: list[str]) -> Selector:
+    table = r.get(name, dict, required=True)
+    sr = _Reader(r.path, table, r.key(name))
+    sched = sr.get("scheduler", str)
+    if sched is not None and sched not in schedulers:
+        raise sr.error("scheduler", f"'{sched}' is not in scenario.schedulers "
+                       f"({', '.join(schedulers)})")
+    job = sr.get("job", str)
+    if job is not None and job not in [j.name for j in jobs]:
+        raise sr.error("job", f"no [[job]] is named '{job}' "
+                       f"(jobs: {', '.join(j.name for j in jobs)})")
+    tun = sr.get("tunables", dict, {})
+    pairs = []
+    for k, v in tun.items():
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise ScenarioError(r.path, f"{sr.key('tunables')}.{k}",
+                                "must be an integer or a string")
+        pairs.append((k, str(v)))
+    sr.finish()
+    return Selector(sched, job, tuple(pairs))
+
+
+def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
+                        jobs: list[Job], schedulers: list[str]) -> list[Expectation]:
+    tables = data.get("expect", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ScenarioError(path, "expect", "must be an array of tables ([[expect]])")
+    out = []
+    for i, table in enumerate(tables):
+        r = _Reader(path, table, f"expect[{i}]")
+        what = r.get("what", str, required=True)
+        metric = r.choice("metric", EXPECT_METRICS, required=True)
+        direction = r.choice("direction", DIRECTIONS, "read")
+        device = r.get("device", str)
+        if device is not None and device not in [d.name for d in devices]:
+            raise r.error("device", f"no [[device]] is named '{device}' "
+                          f"(devices: {', '.join(d.name for d in devices)})")
+        left = _parse_selector(r, "left", jobs, schedulers)
+        right = _parse_selector(r, "right", jobs, schedulers) if "right" in table else None
+        op = r.choice("op", EXPECT_OPS)
+        factor = r.get("factor", (int, float), 1.0)
+        if factor <= 0:
+            raise r.error("factor", f"must be above 0, got {factor}")
+        ratio = r.get("ratio", list)
+        if ratio is not None:
+            if (len(ratio) != 2 or not all(isinstance(x, (int, float)) and
+                                           not isinstance(x, bool) for x in ratio)
+                    or not 0 <= ratio[0] <= ratio[1]):
+                raise r.error("ratio", "must be [low, high] with 0 <= low <= high")
+            ratio = (float(ratio[0]), float(ratio[1]))
+        below = r.get("below", (int, float))
+        above = r.get("above", (int, float))
+        source = r.get("source", str, "")
+        r.finish()
+        forms = [op is not None, ratio is not None, below is not None or above is not None]
+        if sum(forms) != 1:
+            raise r.error(None, "give exactly one of: op (with right), ratio (with right), "
+                          "below/above (without right)")
+        if (op is not None or ratio is not None) and right is None:
+            raise r.error("right", "is required with op or ratio")
+        if forms[2] and right is not None:
+            raise r.error("right", "is not used with below/above")
+        out.append(Expectation(what, metric, direction, device, left, right, op,
+                               float(factor), ratio, below, above, source))
+    return out
+
+
 def load(path: str | Path) -> Scenario:
     """Parse and validate a scenario file. Raises ScenarioError."""
     p = Path(path)
@@ -289,7 +392,7 @@ def load(path: str | Path) -> Scenario:
         raise ScenarioError(shown, None, f"is not valid TOML: {e}") from None
 
     top = _Reader(shown, data, "")
-    top.used.update({"scenario", "guest", "device", "queue", "iosched", "job"})
+    top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect"})
     top.finish()
 
     s = _Reader(shown, _table(shown, data, "scenario"), "scenario")
@@ -346,12 +449,13 @@ def load(path: str | Path) -> Scenario:
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
     jobs = _parse_jobs(shown, data)
+    expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
-        sha256=hashlib.sha256(blob).hexdigest(), raw=data)
+        sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations)
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:

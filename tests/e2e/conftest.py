@@ -32,3 +32,43 @@ def built():
         if not p.exists():
             pytest.fail(f"{p} missing: run 'make qemu image' first")
     return REPO
+
+
+SPINE_DEVICES = """
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+size_gib = 4
+
+[[device]]
+name = "hdd0"
+kind = "ide-hd"
+backing = "file"
+size_gib = 4
+rotation_rate = 7200
+"""
+
+SPINE_JOB = """
+[[job]]
+name = "randread"
+rw = "randread"
+bs = "4k"
+iodepth = 32
+ioengine = "io_uring"
+direct = true
+runtime = "2s"
+time_based = true
+"""
+
+
+@pytest.fixture(scope="session")
+def four_schedulers(built, tmp_path_factory):
+    """The four schedulers on NVMe and on an IDE hard disk, 2-second jobs."""
+    tmp = tmp_path_factory.mktemp("spine")
+    scenario = tmp / "spine.toml"
+    scenario.write_text('[scenario]\nmode = "realtime"\ntimeout_s = 300\n' + SPINE_DEVICES
+                        + SPINE_JOB)
+    out = tmp / "run"
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    return proc, out

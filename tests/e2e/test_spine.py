@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from browser import open_page
 from conftest import REPO, cells_of, run_blklab
 from blklab import results
 
@@ -37,16 +38,6 @@ direct = true
 runtime = "2s"
 time_based = true
 """
-
-
-@pytest.fixture(scope="module")
-def four_schedulers(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("spine")
-    scenario = tmp / "spine.toml"
-    scenario.write_text('[scenario]\nmode = "realtime"\ntimeout_s = 300\n' + DEVICES + JOB)
-    out = tmp / "run"
-    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
-    return proc, out
 
 
 def test_every_cell_ok_and_valid(four_schedulers):
@@ -140,6 +131,17 @@ iodepth = 4
 runtime = "1s"
 time_based = true
 direct = true
+[[expect]]
+what = "none completes reads"
+metric = "iops"
+left = {scheduler = "none"}
+above = 0
+[[expect]]
+what = "kyber reads faster than none"
+metric = "clat_p99_ns"
+left = {scheduler = "kyber"}
+op = "<"
+right = {scheduler = "none"}
 """)
     out = tmp_path / "run"
     proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
@@ -157,6 +159,16 @@ direct = true
         assert (out / c["files"]["console_log"]).read_text()
         assert "qemu-system-x86_64" in (out / c["files"]["cmdline"]).read_text()
     assert "FAILED" in proc.stdout
+
+    assert "PASS  none completes reads [nvme0]" in proc.stdout
+    check = run_blklab("check", str(out))
+    assert check.returncode == 1
+    assert "ERROR kyber reads faster than none [nvme0]" in check.stdout
+    assert "1 failed cell(s)" in check.stdout
+    assert "1 of 2 expectations hold" in check.stdout
+    page = open_page(out / "report.html", tmp_path / "profile")
+    assert page.console == []
+    assert "Failed cells" in page.dom and "Invalid argument" in page.dom
 
     ok_file = out / "cell-nvme0.none.r0.json"
     before = ok_file.stat().st_mtime_ns

@@ -1,0 +1,316 @@
+"""The run report: one self-contained HTML file (no network access needed).
+
+Plots are drawn with matplotlib and embedded as PNG data; tables come from
+the statistics, the expectations, the model's counters and the manifest.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from blklab import stats  # noqa: E402
+from blklab.expectations import Outcome  # noqa: E402
+
+SCHEDULER_COLOURS = {"none": "#4c72b0", "mq-deadline": "#dd8452", "kyber": "#55a868",
+                     "bfq": "#c44e52"}
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _colour(group: str, scheduler: str, index: int) -> str:
+    return SCHEDULER_COLOURS.get(scheduler, f"C{index % 10}")
+
+
+def _histogram(job: dict[str, Any], direction: str) -> list[tuple[float, float, int]] | None:
+    h = job.get("blkgen", {}).get("histogram", {}).get(direction, {}).get("clat_ns")
+    return [tuple(b) for b in h] if h else None
+
+
+def _cdf_points(job: dict[str, Any], direction: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Latency (us) and cumulative fraction, from blkgen's full histogram or,
+    for fio, from its percentiles."""
+    h = _histogram(job, direction)
+    if h:
+        lat = np.array([(lo + hi) / 2 for lo, hi, _ in h], dtype=float) / 1000.0
+        counts = np.array([c for _, _, c in h], dtype=float)
+        return lat, np.cumsum(counts) / counts.sum()
+    pct = job.get(direction, {}).get("clat_ns", {}).get("percentile")
+    if not pct:
+        return None
+    pairs = sorted((float(k) / 100.0, v / 1000.0) for k, v in pct.items())
+    return np.array([v for _, v in pairs]), np.array([p for p, _ in pairs])
+
+
+def cdf_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    drawn = set()
+    for i, c in enumerate(cells):
+        g = stats.group_id(c["cell_id"])
+        for job in (c.get("workload") or {}).get("jobs", []):
+            for direction in ("read", "write"):
+                if not job.get(direction, {}).get("total_ios"):
+                    continue
+                label = f"{g.split('.', 1)[1]} {job['jobname']} {direction}"
+                pts = _cdf_points(job, direction)
+                if pts is None or label in drawn:
+                    continue
+                drawn.add(label)
+                ax.step(pts[0], pts[1], where="post", label=label,
+                        color=_colour(g, c["request"]["scheduler"], i),
+                        linestyle="-" if direction == "read" else "--")
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    ax.set_xlabel("completion latency (us, log scale)")
+    ax.set_ylabel("fraction of I/Os")
+    ax.set_title(f"{device}: latency CDF (first repeat of each group)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def percentile_bars(device: str, rows: list[stats.Row]) -> str | None:
+    rows = [r for r in rows if r.device == device and "clat_p99_ns" in r.estimates]
+    if not rows:
+        return None
+    metrics = [("clat_p50_ns", "p50"), ("clat_p99_ns", "p99"), ("clat_p99.9_ns", "p99.9")]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 4.2))
+    width = 0.8 / len(metrics)
+    x = np.arange(len(rows))
+    for k, (m, label) in enumerate(metrics):
+        med = np.array([r.estimates[m].median / 1000 for r in rows])
+        lo = np.array([r.estimates[m].low / 1000 for r in rows])
+        hi = np.array([r.estimates[m].high / 1000 for r in rows])
+        ax.bar(x + (k - 1) * width, med, width, label=label,
+               yerr=[med - lo, hi - med], capsize=3)
+    ax.set_xticks(x, [f"{r.group.split('.', 1)[1]}\n{r.job} {r.direction}" for r in rows],
+                  fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("completion latency (us, log scale)")
+    ax.set_title(f"{device}: median over repeats with 95% bootstrap intervals")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    return _png(fig)
+
+
+def _series(job: dict[str, Any]) -> list[dict[str, Any]] | None:
+    b = job.get("blkgen", {})
+    ts = b.get("time_series") or b.get("timeseries")
+    if isinstance(ts, dict):
+        ts = ts.get("samples")
+    return ts if isinstance(ts, list) and ts else None
+
+
+def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
+    fig, (ax_iops, ax_p99) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+    drawn = 0
+    seen = set()
+    for i, c in enumerate(cells):
+        g = stats.group_id(c["cell_id"])
+        if g in seen:
+            continue
+        for job in (c.get("workload") or {}).get("jobs", []):
+            samples = _series(job)
+            if not samples:
+                continue
+            for direction in ("read", "write"):
+                pts = [(s.get("t_ms", s.get("time_ms")), s.get(direction, {}))
+                       for s in samples if isinstance(s.get(direction), dict)]
+                pts = [(t, d) for t, d in pts if t is not None and d.get("iops") is not None]
+                if not pts or not any(d.get("iops") for _, d in pts):
+                    continue
+                t = [p[0] / 1000.0 for p in pts]
+                label = f"{g.split('.', 1)[1]} {job['jobname']} {direction}"
+                colour = _colour(g, c["request"]["scheduler"], i)
+                ax_iops.plot(t, [d["iops"] for _, d in pts], label=label, color=colour)
+                p99 = [d.get("p99_ns", d.get("clat_p99_ns")) for _, d in pts]
+                if any(v is not None for v in p99):
+                    ax_p99.plot(t, [np.nan if v is None else v / 1000 for v in p99],
+                                color=colour)
+                drawn += 1
+        seen.add(g)
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax_iops.set_ylabel("IOPS")
+    ax_iops.set_title(f"{device}: IOPS and p99 per interval (first repeat of each group)")
+    ax_iops.legend(fontsize=7)
+    ax_p99.set_ylabel("p99 (us)")
+    ax_p99.set_yscale("log")
+    ax_p99.set_xlabel("time (s)")
+    for ax in (ax_iops, ax_p99):
+        ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
+def _fmt(x: Any, scale: float = 1.0, digits: int = 1) -> str:
+    if x is None:
+        return "-"
+    return f"{x / scale:,.{digits}f}"
+
+
+TEMPLATE = jinja2.Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>blklab report: {{ name }}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+.PASS { color: #1a7f37; font-weight: bold; } .FAIL, .failed { color: #c62828; font-weight: bold; }
+.ERROR { color: #b26a00; font-weight: bold; }
+pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
+img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
+.note { color: #555; font-size: 0.9em; }
+</style></head><body>
+<h1>blklab report: {{ name }}</h1>
+<p>{{ description }}</p>
+<p class="note">Run {{ run_id }}; mode {{ mode }}, accelerator {{ accel }}; {{ ok }} cells ok,
+{{ failed }} failed. Kernel {{ kernel }}. {{ mode_note }}</p>
+
+<h2>Expectations</h2>
+{% if outcomes %}<table><tr><th class="l">result</th><th class="l">expectation</th>
+<th class="l">device</th><th class="l">measured</th><th class="l">kernel source</th></tr>
+{% for o in outcomes %}<tr><td class="l {{ o.status }}">{{ o.status }}</td><td class="l">{{ o.what }}</td>
+<td class="l">{{ o.device }}</td><td class="l">{{ o.detail }}</td><td class="l">{{ o.source }}</td></tr>
+{% endfor %}</table>{% else %}<p class="note">This scenario states no expectations.</p>{% endif %}
+
+{% for d in devices %}
+<h2>Device {{ d.name }}</h2>
+<table><tr><th class="l">group</th><th class="l">job</th><th class="l">dir</th><th>n</th>
+<th>IOPS (median [95% CI])</th><th>mean us</th><th>p50 us</th><th>p99 us [95% CI]</th><th>p99.9 us</th></tr>
+{% for r in d.rows %}<tr><td class="l">{{ r.group }}</td><td class="l">{{ r.job }}</td>
+<td class="l">{{ r.direction }}</td><td>{{ r.n }}{% if r.identical %} (identical){% endif %}</td>
+<td>{{ r.iops }}</td><td>{{ r.mean }}</td><td>{{ r.p50 }}</td><td>{{ r.p99 }}</td><td>{{ r.p999 }}</td></tr>
+{% endfor %}</table>
+{% for p in d.plots %}<img class="plot" data-plot="{{ p.id }}" alt="{{ p.title }}" src="{{ p.src }}">
+{% endfor %}
+{% if d.comparisons %}<h3>Scheduler comparisons</h3>
+<table><tr><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>A / B</th>
+<th>95% CI</th><th class="l">verdict</th></tr>
+{% for c in d.comparisons %}<tr><td class="l">{{ c.metric }}</td><td class="l">{{ c.a }}</td>
+<td class="l">{{ c.b }}</td><td>{{ c.ratio }}</td><td>{{ c.ci }}</td><td class="l">{{ c.verdict }}</td></tr>
+{% endfor %}</table>{% endif %}
+{% if d.counters %}<h3>Device model counters</h3>
+<table><tr><th class="l">cell</th>{% for k in d.counter_keys %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for cid, vals in d.counters %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+{% if d.btt %}<h3>blktrace / btt</h3>
+<table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+{% if d.failed %}<h3>Failed cells</h3><table><tr><th class="l">cell</th><th class="l">error</th><th class="l">console log</th></tr>
+{% for f in d.failed %}<tr><td class="l failed">{{ f.cell_id }}</td><td class="l">{{ f.error }}</td><td class="l">{{ f.log }}</td></tr>
+{% endfor %}</table>{% endif %}
+{% endfor %}
+
+<h2>Manifest</h2>
+<pre>{{ manifest }}</pre>
+<script>
+document.addEventListener("DOMContentLoaded", function () {
+  var imgs = document.querySelectorAll("img.plot");
+  var ok = 0;
+  imgs.forEach(function (i) { if (i.complete && i.naturalWidth > 0) { ok += 1; } });
+  document.body.setAttribute("data-plots", String(imgs.length));
+  document.body.setAttribute("data-plots-loaded", String(ok));
+});
+</script>
+</body></html>
+""", autoescape=True)
+
+
+def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
+           outcomes: list[Outcome]) -> str:
+    rows = stats.aggregate(cells)
+    devices = []
+    for name in dict.fromkeys(c["request"]["device"]["name"] for c in cells):
+        dcells = [c for c in cells if c["request"]["device"]["name"] == name]
+        ok_cells = [c for c in dcells if c["status"] == "ok"]
+        plots = []
+        for pid, title, src in (
+                ("cdf", "latency CDF", cdf_plot(name, ok_cells)),
+                ("percentiles", "latency percentiles", percentile_bars(name, rows)),
+                ("timeline", "IOPS and p99 timeline", timeline_plot(name, ok_cells))):
+            if src:
+                plots.append({"id": f"{name}-{pid}", "title": f"{name}: {title}", "src": src})
+        table = []
+        for r in rows:
+            if r.device != name:
+                continue
+            e = r.estimates
+            p99 = e.get("clat_p99_ns")
+            table.append({
+                "group": r.group, "job": r.job, "direction": r.direction,
+                "n": e["iops"].n, "identical": e["iops"].identical and e["iops"].n > 1,
+                "iops": f"{_fmt(e['iops'].median, 1, 0)} [{_fmt(e['iops'].low, 1, 0)}, "
+                        f"{_fmt(e['iops'].high, 1, 0)}]",
+                "mean": _fmt(e.get("clat_mean_ns") and e["clat_mean_ns"].median, 1000),
+                "p50": _fmt(e.get("clat_p50_ns") and e["clat_p50_ns"].median, 1000),
+                "p99": (f"{_fmt(p99.median, 1000)} [{_fmt(p99.low, 1000)}, "
+                        f"{_fmt(p99.high, 1000)}]") if p99 else "-",
+                "p999": _fmt(e.get("clat_p99.9_ns") and e["clat_p99.9_ns"].median, 1000),
+            })
+        comparisons = []
+        for metric in ("iops", "clat_p99_ns"):
+            for c in stats.scheduler_comparisons(ok_cells, metric):
+                comparisons.append({
+                    "metric": metric, "a": c.a, "b": c.b,
+                    "ratio": "-" if c.ratio is None else f"{c.ratio:.3f}",
+                    "ci": "-" if c.low is None else f"[{c.low:.3f}, {c.high:.3f}]",
+                    "verdict": c.verdict})
+        counters, counter_keys = _flat_table(ok_cells, "devmodel")
+        btt, btt_keys = _flat_table(ok_cells, "btt")
+        failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
+                   "log": c.get("files", {}).get("console_log", "")}
+                  for c in dcells if c["status"] != "ok"]
+        devices.append({"name": name, "rows": table, "plots": plots,
+                        "comparisons": comparisons, "counters": counters,
+                        "counter_keys": counter_keys, "btt": btt, "btt_keys": btt_keys,
+                        "failed": failed})
+    kernel = next((c["guest"].get("kernel_version", "") for c in cells if c.get("guest")), "")
+    mode = manifest.get("mode", "")
+    mode_note = ("Deterministic mode: the same inputs give the same results; repeats with the "
+                 "same seed are identical, and guest CPU time is part of what is measured."
+                 if mode == "deterministic" else
+                 "Realtime mode: results depend on the host's speed and load.")
+    ok = sum(c["status"] == "ok" for c in cells)
+    return TEMPLATE.render(
+        name=manifest.get("scenario", {}).get("name", run_dir.name),
+        description=manifest.get("scenario", {}).get("description", ""),
+        run_id=manifest.get("run_id", ""), mode=mode, accel=manifest.get("accel", ""),
+        ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
+        outcomes=outcomes, devices=devices,
+        manifest=json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _flat_table(cells: list[dict[str, Any]], key: str) -> tuple[list, list[str]]:
+    """Cells' numeric figures under `key` (one level deep) as table rows."""
+    rows = []
+    keys: list[str] = []
+    for c in cells:
+        data = c.get(key)
+        if not isinstance(data, dict) or not data:
+            continue
+        flat = {k: v for k, v in data.items() if isinstance(v, (int, float, str))}
+        for k in flat:
+            if k not in keys:
+                keys.append(k)
+        rows.append((c["cell_id"], flat))
+    return [(cid, [str(flat.get(k, "-")) for k in keys]) for cid, flat in rows], keys

@@ -1,0 +1,86 @@
+"""Baselines, comparisons and report rendering on synthetic cells."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from blklab import baseline, report
+from blklab.errors import BlklabError
+
+
+def cell(cid, sched, iops, p99):
+    return {"cell_id": cid, "status": "ok", "guest": {"kernel_version": "Linux 6.1"},
+            "request": {"device": {"name": "d"}, "scheduler": sched, "tunables": {}},
+            "summary": [{"job": "j", "direction": "read", "iops": iops, "bw_bytes": iops * 4096,
+                         "clat_mean_ns": p99 / 2, "clat_p50_ns": p99 / 3, "clat_p99_ns": p99,
+                         "clat_p99.9_ns": p99 * 2}],
+            "workload": {"jobs": [{"jobname": "j", "read": {"total_ios": 10, "clat_ns": {
+                "percentile": {"50.000000": 1000, "99.000000": int(p99)}}},
+                "blkgen": {"histogram": {"read": {"clat_ns": [[900, 1100, 50],
+                                                              [int(p99), int(p99), 1]]}}}}]}}
+
+
+def run_cells(iops_values, p99_values, sched="none"):
+    return [cell(f"d.{sched}.r{i}", sched, v, p) for i, (v, p) in
+            enumerate(zip(iops_values, p99_values))]
+
+
+def test_compare_flags_regressions_with_intervals():
+    base = baseline.snapshot(run_cells([100, 102, 98, 101, 99], [10, 11, 10, 9, 10]),
+                             {"mode": "realtime"})
+    same = baseline.snapshot(run_cells([101, 99, 100, 98, 102], [10, 10, 11, 9, 10]),
+                             {"mode": "realtime"})
+    worse = baseline.snapshot(run_cells([80, 82, 79, 81, 80], [20, 21, 19, 20, 22]),
+                              {"mode": "realtime"})
+    verdicts = {(c.key, c.metric): c.verdict for c in baseline.compare(base, same)}
+    assert set(verdicts.values()) == {"unchanged"}
+    changes = {c.metric: c for c in baseline.compare(base, worse)}
+    assert changes["iops"].verdict == "regressed"
+    assert changes["iops"].change_pct == pytest.approx(-20.0)
+    assert changes["clat_p99_ns"].verdict == "regressed"
+    # Better than the baseline is an improvement, not a regression.
+    assert {c.verdict for c in baseline.compare(worse, base)} == {"improved"}
+
+
+def test_compare_exact_values_in_deterministic_mode():
+    det = {"mode": "deterministic"}
+    base = baseline.snapshot(run_cells([100, 100], [10, 10]), det)
+    new = baseline.snapshot(run_cells([99, 99], [10, 10]), det)
+    changes = {c.metric: c for c in baseline.compare(base, new)}
+    assert changes["iops"].verdict == "regressed"
+    assert changes["clat_p99_ns"].verdict == "unchanged"
+    changes = {c.metric: c for c in baseline.compare(base, new, tolerance_pct=2.0)}
+    assert changes["iops"].verdict == "unchanged"
+
+
+def test_compare_reports_missing_metrics():
+    base = baseline.snapshot(run_cells([100], [10]), {"mode": "realtime"})
+    new = baseline.snapshot(run_cells([100], [10], sched="bfq"), {"mode": "realtime"})
+    assert {c.verdict for c in baseline.compare(base, new)} == {"missing"}
+
+
+def test_save_and_load(tmp_path):
+    path = baseline.baseline_path(tmp_path, "b1")
+    baseline.save(path, run_cells([1, 2], [3, 4]), {"mode": "realtime", "run_id": "x"})
+    assert baseline.load(path)["rows"]["d.none/j/read"]["iops"] == [1.0, 2.0]
+    with pytest.raises(BlklabError, match="must be 1-64"):
+        baseline.baseline_path(tmp_path, "../evil")
+    with pytest.raises(BlklabError, match="no such baseline"):
+        baseline.load(tmp_path / "nope.json")
+    with pytest.raises(BlklabError, match="no successful cells"):
+        baseline.save(path, [], {})
+
+
+def test_report_is_self_contained(tmp_path):
+    cells = run_cells([100, 110], [10000, 12000]) + run_cells([50, 55], [30000, 31000], "bfq")
+    cells.append({"cell_id": "d.kyber.r0", "status": "failed", "error": "guest: boom <b>",
+                  "request": {"device": {"name": "d"}, "scheduler": "kyber", "tunables": {}},
+                  "files": {"console_log": "cells/d.kyber.r0/console.log"}})
+    html = report.render(Path("run"), cells, {"mode": "realtime", "run_id": "r1",
+                                              "scenario": {"name": "s"}}, [])
+    assert "http://" not in html.replace("http://www.w3.org", "")  # no network resources
+    assert html.count('class="plot"') == 2  # CDF and percentile bars
+    assert html.count("data:image/png;base64,") == 2
+    assert "guest: boom &lt;b&gt;" in html  # escaped
+    assert "d.none/j/read" in html and "significant" in html or "not significant" in html

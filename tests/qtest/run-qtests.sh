@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs QEMU's own disk qtests against build/qemu (made by
+# qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
+# on q35) and the nvme and virtio-serial-pci paths of qos-test (pc).
+#
+# Usage: tests/qtest/run-qtests.sh [SUITE...]
+#   SUITE: ide ahci nvme virtio-serial (default: all). Prints one line per
+#   suite with its time and exits non-zero if any suite fails or runs no test.
+# Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QTEST_TIMEOUT
+#   (seconds per suite, default 600), BLKLAB_QTEST_KEEP_LOGS=1.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+qemu_dir="${BLKLAB_BUILD:-$repo_root/build}/qemu"
+timeout_s="${BLKLAB_QTEST_TIMEOUT:-600}"
+qos_bus=/x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus
+
+if [[ ! -x $qemu_dir/bin/qemu-system-x86_64 ]]; then
+    echo "run-qtests: no QEMU in $qemu_dir; run 'make qemu' first" >&2
+    exit 2
+fi
+export QTEST_QEMU_BINARY="$qemu_dir/bin/qemu-system-x86_64"
+export QTEST_QEMU_IMG="$qemu_dir/bin/qemu-img"
+
+# Sets cmd to the qos-test command for the tests under a path, or to ()
+# if there are none. GLib's -p does not select qos-test's tests by suite
+# prefix, so each is named.
+qos_cmd() {
+    local path
+    cmd=()
+    while read -r path; do
+        cmd+=(-p "$path")
+    done < <("$qemu_dir/qtest/qos-test" -l | grep "^$1/")
+    [[ ${#cmd[@]} -eq 0 ]] || cmd=("$qemu_dir/qtest/qos-test" "${cmd[@]}")
+}
+
+# Sets cmd to the test command of a suite.
+suite_cmd() {
+    case $1 in
+        ide) cmd=("$qemu_dir/qtest/ide-test") ;;
+        ahci) cmd=("$qemu_dir/qtest/ahci-test") ;;
+        nvme) qos_cmd "$qos_bus/nvme" ;;
+        virtio-serial) qos_cmd "$qos_bus/virtio-serial-pci" ;;
+    esac
+}
+
+suites=("$@")
+[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial)
+for s in "${suites[@]}"; do
+    case $s in
+        ide | ahci | nvme | virtio-serial) ;;
+        *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
+    esac
+done
+
+# The tests create their images in TMPDIR; give them a private one.
+work=$(mktemp -d "${TMPDIR:-/tmp}/blklab-qtest.XXXXXX")
+export TMPDIR="$work"
+if [[ ${BLKLAB_QTEST_KEEP_LOGS:-0} == 1 ]]; then
+    trap 'echo "run-qtests: logs in $work" >&2' EXIT
+else
+    trap 'rm -rf "$work"' EXIT
+fi
+
+echo "run-qtests: $("$QTEST_QEMU_BINARY" --version | head -n1)"
+failed=0
+for s in "${suites[@]}"; do
+    suite_cmd "$s"
+    suite_log="$work/$s.log"
+    start=$(date +%s.%N)
+    rc=0
+    if [[ ${#cmd[@]} -eq 0 ]]; then
+        echo "no $s tests in qos-test -l" >"$suite_log"
+    else
+        timeout --kill-after=10 "$timeout_s" "${cmd[@]}" --tap >"$suite_log" 2>&1 || rc=$?
+    fi
+    secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    passed=$(grep -c '^ok ' "$suite_log" || true)
+    notok=$(grep -c '^not ok ' "$suite_log" || true)
+    if [[ $rc -ne 0 || $notok -ne 0 || $passed -eq 0 ]]; then
+        failed=1
+        printf 'FAIL %-14s %6s s  %d passed, %d failed, exit %d\n' \
+            "$s" "$secs" "$passed" "$notok" "$rc"
+        tail -n 30 "$suite_log" | sed 's/^/    /'
+    else
+        printf 'PASS %-14s %6s s  %d passed\n' "$s" "$secs" "$passed"
+    fi
+done
+exit "$failed"
