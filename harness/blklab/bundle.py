@@ -57,9 +57,11 @@ class JobBundle:
     workload: str  # "blkgen", "fio" or "probe"
     tunables: tuple[tuple[str, str], ...]  # (path under queue/, value)
     workload_args: tuple[str, ...]
+    blktrace: bool = False
 
     @classmethod
-    def for_cell(cls, cell: Cell, workload: str, jobs: list[Job]) -> "JobBundle":
+    def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
+                 blktrace: bool = False) -> "JobBundle":
         args: list[str] = []
         for job in jobs:
             args += job.args()
@@ -68,7 +70,7 @@ class JobBundle:
         if workload == "fio":
             args.append("--eta=never")
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
-                   tuple(cell.tunables()), tuple(args))
+                   tuple(cell.tunables()), tuple(args), blktrace)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -80,6 +82,7 @@ class JobBundle:
             "BLKLAB_DEVICE_KIND": self.device_kind,
             "BLKLAB_SCHEDULER": self.scheduler,
             "BLKLAB_WORKLOAD": self.workload,
+            "BLKLAB_BLKTRACE": "1" if self.blktrace else "0",
         }
         for value in list(env.values()) + [v for t in self.tunables for v in t] + list(
                 self.workload_args):

@@ -20,7 +20,8 @@ from typing import Any
 from blklab import channel
 from blklab.bundle import JobBundle
 from blklab.errors import VMError
-from blklab.results import CellResult, disk_delta, parse_diskstat, parse_kv, summarize
+from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
+                            summarize)
 from blklab.scenario import Cell, Scenario
 from blklab.vm import VM, VMConfig
 
@@ -82,7 +83,7 @@ def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) 
 def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) -> CellResult:
     workdir = run_dir / "cells" / cell.id
     workdir.mkdir(parents=True, exist_ok=True)
-    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs)
+    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace)
     initrd = workdir / "initrd.cpio"
     with open(initrd, "wb") as out, open(ctx.image_dir / "initramfs.cpio", "rb") as base:
         shutil.copyfileobj(base, out, 1 << 20)
@@ -122,7 +123,7 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) ->
     _fill_from_guest(result, data)
     result.files["console_log"] = str(config.console_log.relative_to(run_dir))
     result.files["cmdline"] = str((workdir / "cmdline.txt").relative_to(run_dir))
-    for name in ("workload.stderr", "dmesg.txt"):
+    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log"):
         if data.files.get(name):
             (workdir / name).write_bytes(data.files[name])
             result.files[name] = str((workdir / name).relative_to(run_dir))
@@ -160,6 +161,8 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
             elapsed = round((t1 - t0) * 1000.0, 3)
         result.disk_stats = disk_delta(parse_diskstat(f["stat_before.txt"].decode()),
                                        parse_diskstat(f["stat_after.txt"].decode()), elapsed)
+    if "btt.txt" in f:
+        result.btt = parse_btt(f["btt.txt"].decode(errors="replace"))
     if "workload.json" in f:
         try:
             result.workload = json.loads(f["workload.json"])

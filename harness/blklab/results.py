@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ class CellResult:
     workload: dict[str, Any] | None = None
     summary: list[dict[str, Any]] = field(default_factory=list)
     image: dict[str, Any] = field(default_factory=dict)
+    btt: dict[str, Any] | None = None  # btt's figures when the cell was traced
+    devmodel: dict[str, Any] | None = None  # the device model's counters
     host: dict[str, Any] = field(default_factory=dict)  # host wall clock, command line
     files: dict[str, str] = field(default_factory=dict)  # logs kept beside the JSON
     schema_version: int = SCHEMA_VERSION
@@ -106,6 +109,40 @@ def summarize(workload: dict[str, Any]) -> list[dict[str, Any]]:
                 **{f"clat_p{p.rstrip('0').rstrip('.')}_ns": pct.get(p) for p in SUMMARY_PERCENTILES},
             })
     return rows
+
+
+_BTT_ROW = re.compile(r"^(Q2Q|Q2G|G2I|Q2M|I2D|M2D|D2C|Q2C|Q2D)\s+([\d.]+)\s+([\d.]+)\s+"
+                      r"([\d.]+)\s+(\d+)\s*$")
+_BTT_MERGE = re.compile(r"^\s*\(\s*\d+,\s*\d+\)\s*\|\s*(\d+)\s+(\d+)\s+([\d.]+)\s*\|")
+
+
+def parse_btt(text: str) -> dict[str, Any]:
+    """btt's 'All Devices' phase figures (seconds: min, avg, max, N) and the
+    merge ratio (#Q / #D) from its device merge table."""
+    out: dict[str, Any] = {}
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("====="):
+            section = line.strip("= ")
+            continue
+        if section == "All Devices":
+            m = _BTT_ROW.match(line)
+            if m:
+                name = m.group(1).lower()
+                out[f"{name}_min_s"] = float(m.group(2))
+                out[f"{name}_avg_s"] = float(m.group(3))
+                out[f"{name}_max_s"] = float(m.group(4))
+                out[f"{name}_n"] = int(m.group(5))
+        elif section == "Device Merge Information":
+            m = _BTT_MERGE.match(line)
+            if m:
+                out["queued"] = int(m.group(1))
+                out["dispatched"] = int(m.group(2))
+                out["merge_ratio"] = float(m.group(3))
+    if "q2c_avg_s" in out and "d2c_avg_s" in out:
+        # Q2C = Q2D + D2C for every request, so the averages subtract.
+        out["q2d_avg_s"] = round(out["q2c_avg_s"] - out["d2c_avg_s"], 9)
+    return out
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -131,6 +131,7 @@ class Scenario:
     jobs: list[Job]
     sha256: str
     expectations: list[Expectation] = field(default_factory=list)
+    blktrace: bool = False  # trace each cell's workload with blktrace and report btt figures
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
     def cells(self) -> list[Cell]:
@@ -419,6 +420,7 @@ def load(path: str | Path) -> Scenario:
     mode = s.choice("mode", MODES, "realtime")
     timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
     workload = s.choice("workload", WORKLOADS, "blkgen")
+    blktrace = s.get("blktrace", bool, False)
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
@@ -455,7 +457,8 @@ def load(path: str | Path) -> Scenario:
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
-        sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations)
+        sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
+        blktrace=blktrace)
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:

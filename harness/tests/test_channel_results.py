@@ -81,3 +81,29 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
         results.write_atomic(p, "new\n")
     assert p.read_text() == "old\n"
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+BTT = """==================== All Devices ====================
+
+            ALL           MIN           AVG           MAX           N
+--------------- ------------- ------------- ------------- -----------
+
+Q2Q               0.000011454   0.000117670   0.043849148        8264
+D2C               0.000033524   0.000411618   0.020135520        8265
+Q2C               0.000037435   0.000423725   0.020556243        8265
+
+==================== Device Merge Information ====================
+
+       DEV |       #Q       #D   Ratio |   BLKmin   BLKavg   BLKmax    Total
+---------- | -------- -------- ------- | -------- -------- -------- --------
+ (259,  0) |     8265     8000     1.0 |        8        8        8    66120
+"""
+
+
+def test_parse_btt():
+    b = results.parse_btt(BTT)
+    assert b["q2c_avg_s"] == 0.000423725 and b["q2c_n"] == 8265
+    assert b["d2c_max_s"] == 0.02013552
+    assert b["q2d_avg_s"] == pytest.approx(0.000012107)
+    assert (b["queued"], b["dispatched"], b["merge_ratio"]) == (8265, 8000, 1.0)
+    assert "q2q_avg_s" in b

@@ -181,7 +181,7 @@ right = {scheduler = "none"}
 
 def test_fio_as_the_workload(built, tmp_path):
     scenario = tmp_path / "fio.toml"
-    scenario.write_text('[scenario]\nschedulers = ["bfq"]\nworkload = "fio"\n' +
+    scenario.write_text('[scenario]\nschedulers = ["bfq"]\nworkload = "fio"\nblktrace = true\n' +
                         NVME +
                         JOB.replace('"2s"', '"1s"'))
     out = tmp_path / "run"
@@ -192,6 +192,11 @@ def test_fio_as_the_workload(built, tmp_path):
     assert c["workload"]["fio version"].startswith("fio-")
     assert c["in_effect"]["scheduler"] == "bfq"
     assert c["summary"][0]["total_ios"] > 0
+    # blktrace saw the requests and btt's figures reached the result.
+    btt = c["btt"]
+    assert btt["q2c_n"] >= c["summary"][0]["total_ios"] * 0.9
+    assert 0 < btt["d2c_avg_s"] <= btt["q2c_avg_s"]
+    assert btt["q2d_avg_s"] >= 0 and btt["merge_ratio"] >= 1.0
 
 
 @pytest.mark.parametrize("content,words", [
