@@ -17,7 +17,7 @@ import platform
 import socket
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
 
 
 class Progress:
-    """Cells done and failed, and an ETA, one line per finished cell."""
+    """Cells done and failed, and an ETA: a live bar on a terminal, one line
+    per finished cell otherwise (logs, CI)."""
 
     def __init__(self, total: int, stream=sys.stderr):
         self.total = total
@@ -85,14 +86,34 @@ class Progress:
         self.failed = 0
         self.started = time.monotonic()
         self.stream = stream
+        self._bar = None
+        if total and stream.isatty():
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar,
+                                       TextColumn, TimeRemainingColumn)
+            self._bar = Bar(TextColumn("cells"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                            console=Console(file=stream), transient=False)
+            self._task = self._bar.add_task("cells", total=total, failed=0)
+            self._bar.start()
 
     def cell_finished(self, cell_id: str, status: str, seconds: float) -> None:
         self.done += 1
         self.failed += status != "ok"
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, failed=self.failed)
+            if status != "ok":
+                self._bar.console.print(f"{cell_id}: {status}")
+            return
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done)
         print(f"[{self.done}/{self.total} done, {self.failed} failed, ETA {eta:.0f} s] "
               f"{cell_id}: {status} ({seconds:.1f} s)", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, Any]]]:
@@ -155,23 +176,21 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
                       icount_shift=options.icount_shift)
     jobs = options.jobs or os.cpu_count() or 1
     progress = Progress(len(todo))
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures: dict[Future, Cell] = {
-            pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
+            for fut in as_completed(futures):
                 cell = futures[fut]
                 try:
                     result = fut.result()
                 except Exception as e:  # a harness fault fails this cell only
                     log.exception("cell %s: harness error", cell.id)
                     result = failed_result(cell, scenario, ctx, f"harness error: {e}")
-                data = json.loads(result.to_json())
-                validate(data)
+                validate(json.loads(result.to_json()))
                 write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
                 progress.cell_finished(cell.id, result.status, result.host["wall_seconds"])
+    finally:
+        progress.close()
 
     results = []
     for c in cells:
