@@ -22,10 +22,11 @@ DEB_PACKAGES := \
 	build-essential cmake ninja-build meson pkg-config flex bison dpkg-dev \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git \
-	liburing-dev nlohmann-json3-dev libtoml11-dev \
+	liburing-dev libaio-dev nlohmann-json3-dev libtoml11-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev \
 	python3-pytest python3-numpy python3-scipy python3-jinja2 \
-	python3-jsonschema python3-rich python3-matplotlib chromium
+	python3-jsonschema python3-rich python3-matplotlib chromium \
+	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean
 

@@ -126,6 +126,9 @@ bool FioJsonReader::Read(const std::string& text, FioReport* report, std::string
       for (int d = 0; d < 3; ++d) {
         job.dir[d] = Dir(At(j, path, kDirs[d], "object"), path + "." + kDirs[d]);
       }
+      const Json& sync = At(j, path, "sync", "object");
+      job.sync_ios = Uint(sync, path + ".sync", "total_ios");
+      Latency(At(sync, path + ".sync", "lat_ns", "object"), path + ".sync.lat_ns", false);
       job.job_runtime_ms = Uint(j, path, "job_runtime");
       job.usr_cpu = Float(j, path, "usr_cpu");
       job.sys_cpu = Float(j, path, "sys_cpu");
@@ -138,7 +141,20 @@ bool FioJsonReader::Read(const std::string& text, FioReport* report, std::string
       job.latency_ms = FloatMap(j, path, "latency_ms");
       r.jobs.push_back(std::move(job));
     }
-    At(top, "", "disk_util", "array");
+    for (const Json& d : At(top, "", "disk_util", "array")) {
+      const std::string path = "disk_util[]";
+      FioDiskUtil u;
+      u.name = String(d, path, "name");
+      u.read_ios = Uint(d, path, "read_ios");
+      u.write_ios = Uint(d, path, "write_ios");
+      Uint(d, path, "read_merges");
+      Uint(d, path, "write_merges");
+      Uint(d, path, "read_ticks");
+      Uint(d, path, "write_ticks");
+      u.in_queue = Uint(d, path, "in_queue");
+      u.util = Float(d, path, "util");
+      r.disk_util.push_back(u);
+    }
     *report = std::move(r);
     return true;
   } catch (const std::exception& e) {

@@ -31,7 +31,7 @@ struct FioDir {
 
 struct FioJob {
   std::string jobname;
-  uint64_t groupid = 0, error = 0, job_runtime_ms = 0;
+  uint64_t groupid = 0, error = 0, job_runtime_ms = 0, sync_ios = 0;
   std::map<std::string, std::string> job_options;
   FioDir dir[3];  // read, write, trim
   double usr_cpu = 0, sys_cpu = 0;
@@ -39,7 +39,14 @@ struct FioJob {
   std::map<std::string, double> iodepth_level, latency_ns, latency_us, latency_ms;
 };
 
+struct FioDiskUtil {
+  std::string name;
+  uint64_t read_ios = 0, write_ios = 0, in_queue = 0;
+  double util = 0;
+};
+
 struct FioReport {
+  std::vector<FioDiskUtil> disk_util;
   std::string version;
   uint64_t timestamp = 0;
   std::map<std::string, std::string> global_options;

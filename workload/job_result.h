@@ -13,6 +13,7 @@
 #include "histogram.h"
 #include "job_spec.h"
 #include "running_stat.h"
+#include "verify.h"
 
 namespace blkgen {
 
@@ -34,6 +35,44 @@ struct DirResult {
   RunningStat iops;        // one sample per kBwSampleIntervalNs, I/O per s
   LatencyHistogram clat_hist;
   LatencyHistogram lat_hist;
+};
+
+// fio's "sync" section: fsync/fdatasync requests (latency = lat_ns).
+struct SyncResult {
+  uint64_t total_ios = 0;
+  RunningStat lat_ns;
+  LatencyHistogram lat_hist;
+};
+
+// One verify mismatch: where, what the header should have said and what it
+// said (see verify.h; expected.crc32c is computed over the data read).
+struct VerifyMismatch {
+  uint64_t offset = 0;
+  bool writer_checked = false;  // expected job/generation known
+  BlockIdentity expected;
+  BlockIdentity found;
+};
+
+inline constexpr int kMaxVerifyMismatches = 16;  // kept in detail; all are counted
+
+struct VerifyResult {
+  uint64_t checked = 0;          // blocks read and checked (both phases)
+  uint64_t mismatches = 0;       // checks that failed
+  uint64_t unchecked = 0;        // blocks read that this job never wrote (rw/randrw)
+  uint64_t verify_reads = 0;     // reads of the verify phase
+  uint64_t verify_phase_ns = 0;  // time spent in the verify phase
+  uint32_t recorded = 0;         // entries used in `first`
+  VerifyMismatch first[kMaxVerifyMismatches];
+};
+
+// One time series interval (blkgen_log_interval): I/Os and bytes completed
+// in it and clat percentiles of those I/Os, per direction.
+struct SeriesPoint {
+  uint64_t end_ns = 0;  // end of the interval, ns since the measured phase began
+  uint64_t ios[kNumDirs] = {};
+  uint64_t bytes[kNumDirs] = {};
+  uint64_t clat_p50_ns[kNumDirs] = {};
+  uint64_t clat_p99_ns[kNumDirs] = {};
 };
 
 struct JobResult {
@@ -59,6 +98,13 @@ struct JobResult {
   // Per Commit() / Reap() call, by batch size: 0, 1-4, 5-8, 9-16, ..., >64.
   uint64_t submit_map[kDepthBuckets] = {};
   uint64_t complete_map[kDepthBuckets] = {};
+  SyncResult sync;
+  VerifyResult verify;
+  uint64_t randseed = 0;              // seed the job ran with
+  uint64_t startdelay_ns = 0;         // delay the job waited before starting
+  uint32_t series_points = 0;         // entries of the job's SeriesPoint array used
+  bool series_truncated = false;      // more intervals than room for them
+  uint8_t cgroup_created_levels = 0;  // trailing components of `cgroup` blkgen created
 };
 
 static_assert(std::is_trivially_copyable_v<JobResult>);

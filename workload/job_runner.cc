@@ -1,23 +1,38 @@
 #include "job_runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
+#include "block_device.h"
+#include "cgroup.h"
 #include "clock.h"
 #include "io_uring_engine.h"
+#include "libaio_engine.h"
 #include "psync_engine.h"
+#include "verify.h"
 
 namespace blkgen {
 namespace {
 
-constexpr uint64_t kBufferAlign = 4096;  // bytes; covers O_DIRECT on 4Kn devices
-constexpr uint32_t kPatternStream = 0;   // DeriveSeed stream of the I/O sequence
-constexpr uint32_t kFillStream = 1;      // DeriveSeed stream of written data
+constexpr uint64_t kBufferAlign = 4096;              // bytes; covers O_DIRECT on 4Kn devices
+constexpr uint32_t kPatternStream = 0;               // DeriveSeed stream of the I/O sequence
+constexpr uint32_t kFillStream = 1;                  // DeriveSeed stream of written data
+constexpr uint32_t kDelayStream = 2;                 // DeriveSeed stream of startdelay ranges
+constexpr uint32_t kInFlight = 1u << 31;             // verify table: I/O in flight
+constexpr uint32_t kGenerationMask = kInFlight - 1;  // verify table: generation
+constexpr int kIoprioClassShift = 13;                // linux/ioprio.h
+constexpr int kIoprioWhoProcess = 1;
+constexpr int kIoprioClassBe = 2;
 
 // fio's iodepth_level bucket of an in-flight count: 1, 2-3, 4-7, ..., >=64.
 inline int DepthBucket(uint32_t depth) {
@@ -39,21 +54,49 @@ uint64_t TimevalNs(const timeval& tv) {
          static_cast<uint64_t>(tv.tv_usec) * 1000ULL;
 }
 
-Dir SingleDirection(RwMode mode) {
-  const uint8_t mask = InfoFor(mode).dir_mask;
-  if (mask & DirBit(Dir::kWrite)) return Dir::kWrite;
-  if (mask & DirBit(Dir::kTrim)) return Dir::kTrim;
-  return Dir::kRead;
+// Sleeps until CLOCK_MONOTONIC reads `when_ns`.
+void SleepUntilNs(uint64_t when_ns) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(when_ns / 1000000000ULL);
+  ts.tv_nsec = static_cast<long>(when_ns % 1000000000ULL);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+const char* IologAction(IoOp op) {
+  switch (op) {
+    case IoOp::kRead:
+      return "read";
+    case IoOp::kWrite:
+      return "write";
+    case IoOp::kTrim:
+      return "trim";
+    case IoOp::kFsync:
+      return "sync";
+    case IoOp::kFdatasync:
+      return "datasync";
+  }
+  return "?";
 }
 
 }  // namespace
 
-JobRunner::JobRunner(const JobSpec& spec, uint32_t job_index, JobResult* result)
-    : spec_(spec), job_index_(job_index), result_(result) {}
+JobRunner::JobRunner(const JobSpec& spec, uint32_t job_index, JobResult* result,
+                     std::span<SeriesPoint> series, const RunContext& context)
+    : spec_(spec),
+      job_index_(job_index),
+      result_(result),
+      series_(series),
+      context_(context),
+      filename_(spec.EffectiveFilename()) {}
 
 JobRunner::~JobRunner() {
   engine_.reset();  // the ring may still reference the buffers
   std::free(buffers_);
+  if (iolog_ != nullptr) {
+    std::fprintf(iolog_, "%s close\n", filename_.c_str());
+    std::fclose(iolog_);
+  }
 }
 
 void JobRunner::RecordError(int err, const std::string& text) {
@@ -62,42 +105,134 @@ void JobRunner::RecordError(int err, const std::string& text) {
   std::snprintf(result_->error_text, sizeof(result_->error_text), "%s", text.c_str());
 }
 
+Status JobRunner::SetUpProcess() {
+  if (!spec_.cgroup.empty()) {
+    CgroupSettings cg;
+    cg.root = context_.cgroup_root;
+    cg.name = spec_.cgroup;
+    cg.io_weight = spec_.cgroup_io_weight;
+    cg.bfq_weight = spec_.cgroup_bfq_weight;
+    cg.io_max = spec_.cgroup_io_max;
+    if (!cg.io_max.empty()) {
+      DiskId disk;
+      Status s = WholeDiskOf(filename_, context_.sysfs_root, &disk);
+      if (!s.ok()) return Status::Runtime("cgroup_io_max: " + s.message(), s.error_number());
+      cg.disk_maj_min = disk.maj_min;
+    }
+    int created = 0;
+    Status s = SetUpCgroup(cg, &created);
+    result_->cgroup_created_levels = static_cast<uint8_t>(created);
+    if (!s.ok()) return s;
+    s = JoinCgroup(cg.root, cg.name, getpid());
+    if (!s.ok()) return s;
+  }
+  if (spec_.prio || spec_.prioclass) {
+    const int cls = spec_.prioclass ? static_cast<int>(*spec_.prioclass) : kIoprioClassBe;
+    const int level = spec_.prio ? static_cast<int>(*spec_.prio) : 0;
+    if (syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (cls << kIoprioClassShift) | level) != 0) {
+      return Status::Errno(
+          "prioclass=" + std::to_string(cls) + " prio=" + std::to_string(level) + ": ioprio_set",
+          errno);
+    }
+  }
+  return Status::Ok();
+}
+
+Status JobRunner::SetUpVerify() {
+  verify_ = spec_.verify != VerifyKind::kNone;
+  if (!verify_) return Status::Ok();
+  for (int d = 0; d < kNumDirs; ++d) {
+    if (spec_.Does(static_cast<Dir>(d)) && d != static_cast<int>(Dir::kTrim)) {
+      verify_block_bytes_ = spec_.bs[d];
+    }
+  }
+  if (verify_block_bytes_ == 0) {  // trim-only job: nothing to check
+    verify_ = false;
+    return Status::Ok();
+  }
+  const uint64_t blocks = target_.region_bytes() / verify_block_bytes_;
+  try {
+    verify_table_.assign(blocks, 0);
+  } catch (const std::bad_alloc&) {
+    return Status::Runtime(
+        "verify: cannot allocate 4 bytes per block for " + std::to_string(blocks) + " blocks",
+        ENOMEM);
+  }
+  return Status::Ok();
+}
+
 Status JobRunner::Prepare() {
   Status s = [&]() -> Status {
+    result_->randseed = spec_.randseed;
+    Status st = SetUpProcess();
+    if (!st.ok()) return st;
     const uint64_t fill_seed = DeriveSeed(spec_.randseed, job_index_, kFillStream);
-    Status st = target_.Open(spec_, fill_seed);
+    st = target_.Open(spec_, fill_seed);
     if (!st.ok()) return st;
 
-    const Dir dir = SingleDirection(spec_.rw);
-    const uint64_t bs = spec_.bs[static_cast<int>(dir)];
-    if (target_.region_bytes() < bs) {
+    uint64_t max_bs = 0;
+    io_limit_bytes_ = target_.region_bytes();
+    for (int d = 0; d < kNumDirs; ++d) {
+      const Dir dir = static_cast<Dir>(d);
+      if (!spec_.Does(dir)) continue;
+      max_bs = std::max(max_bs, spec_.MaxBs(dir));
+      io_limit_bytes_ -= io_limit_bytes_ % spec_.MinBs(dir);  // whole blocks, as fio
+      if (spec_.rate[d] != 0) rate_bps_[d] = spec_.rate[d];
+      if (spec_.rate_iops[d] != 0) rate_bps_[d] = spec_.rate_iops[d] * spec_.MinBs(dir);
+      rate_limited_ |= rate_bps_[d] != 0;
+    }
+    if (target_.region_bytes() < max_bs) {
       return Status::Runtime("region of " + std::to_string(target_.region_bytes()) +
-                             " bytes is smaller than bs=" + std::to_string(bs));
+                             " bytes is smaller than the block size " + std::to_string(max_bs));
     }
     pattern_ = std::make_unique<IoPattern>(
-        spec_.rw, target_.region_offset(), target_.region_bytes(), bs,
-        DeriveSeed(spec_.randseed, job_index_, kPatternStream), spec_.time_based);
+        MakePatternConfig(spec_, target_.region_offset(), target_.region_bytes(),
+                          DeriveSeed(spec_.randseed, job_index_, kPatternStream)));
+    st = SetUpVerify();
+    if (!st.ok()) return st;
 
     depth_ = spec_.iodepth;
     engine_ = MakeEngine(spec_.ioengine);
     if ((engine_->caps() & kCapSync) != 0) depth_ = 1;
     record_slat_ = (engine_->caps() & kCapSync) == 0;  // fio: no slat for sync I/O
-    st = engine_->Init(target_.fd(), depth_);
-    if (!st.ok()) return st;
+    batch_submit_ = std::min(spec_.iodepth_batch_submit, depth_);
+    complete_min_ = spec_.iodepth_batch_complete_min;
+    complete_max_ = std::max(spec_.iodepth_batch_complete_max, complete_min_);
 
-    const uint64_t buffer_bytes = (bs + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
-    buffers_ = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, buffer_bytes * depth_));
+    buffer_bytes_ = (max_bs + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+    buffers_ = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, buffer_bytes_ * depth_));
     if (buffers_ == nullptr) return Status::Runtime("cannot allocate I/O buffers", ENOMEM);
-    if (dir == Dir::kWrite) FillPattern(buffers_, buffer_bytes * depth_, fill_seed);
+    FillPattern(buffers_, buffer_bytes_ * depth_, fill_seed);
 
     requests_.resize(depth_);
     free_.reserve(depth_);
     staged_.reserve(depth_);
     events_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) {
-      requests_[i].buffer = buffers_ + i * buffer_bytes;
+      requests_[i].buffer = buffers_ + i * buffer_bytes_;
+      requests_[i].index = i;
       free_.push_back(&requests_[depth_ - 1 - i]);  // pop_back() hands out request 0 first
     }
+    EngineSetup setup;
+    setup.fd = target_.fd();
+    setup.block_device = target_.is_block_device();
+    setup.depth = depth_;
+    setup.requests = requests_;
+    setup.buffer_bytes = buffer_bytes_;
+    setup.sqthread_poll = spec_.sqthread_poll;
+    setup.fixedbufs = spec_.fixedbufs;
+    st = engine_->Init(setup);
+    if (!st.ok()) return st;
+
+    if (!spec_.write_iolog.empty()) {
+      iolog_ = std::fopen(spec_.write_iolog.c_str(), "we");
+      if (iolog_ == nullptr) {
+        return Status::Errno("write_iolog '" + spec_.write_iolog + "'", errno);
+      }
+      std::fprintf(iolog_, "fio version 2 iolog\n%s add\n%s open\n", filename_.c_str(),
+                   filename_.c_str());
+    }
+    series_hist_ = std::make_unique<LatencyHistogram[]>(kNumDirs);
     result_->iodepth = depth_;
     result_->region_offset = target_.region_offset();
     result_->region_bytes = target_.region_bytes();
@@ -129,14 +264,14 @@ void JobRunner::SnapshotUsage(bool at_end) {
 void JobRunner::BeginMeasuring() {
   measuring_ = true;
   sample_start_ns_ = measure_start_ns_;
+  series_start_ns_ = measure_start_ns_;
   SnapshotUsage(false);
 }
 
 void JobRunner::TakeBwSample(uint64_t now_ns) {
   const uint64_t spent = now_ns - sample_start_ns_;
-  const uint8_t dirs = InfoFor(spec_.rw).dir_mask;
   for (int d = 0; d < kNumDirs; ++d) {
-    if ((dirs & DirBit(static_cast<Dir>(d))) == 0) continue;
+    if (!spec_.Does(static_cast<Dir>(d))) continue;
     DirResult& r = result_->dir[d];
     const unsigned __int128 bytes = r.io_bytes - sample_bytes_[d];
     const unsigned __int128 ios = r.total_ios - sample_ios_[d];
@@ -148,152 +283,446 @@ void JobRunner::TakeBwSample(uint64_t now_ns) {
   sample_start_ns_ = now_ns;
 }
 
+void JobRunner::EmitSeriesPoint(uint64_t now_ns) {
+  if (result_->series_points >= series_.size()) {
+    result_->series_truncated = true;
+  } else {
+    static constexpr double kPercentiles[] = {50, 99};
+    SeriesPoint& p = series_[result_->series_points++];
+    p.end_ns = now_ns - measure_start_ns_;
+    for (int d = 0; d < kNumDirs; ++d) {
+      p.ios[d] = series_ios_[d];
+      p.bytes[d] = series_bytes_[d];
+      if (series_ios_[d] == 0) continue;
+      const std::vector<uint64_t> v = series_hist_[d].Percentiles(kPercentiles, 0, UINT64_MAX);
+      p.clat_p50_ns[d] = v[0];
+      p.clat_p99_ns[d] = v[1];
+    }
+  }
+  for (int d = 0; d < kNumDirs; ++d) {
+    if (series_ios_[d] != 0) series_hist_[d].Clear();
+    series_ios_[d] = series_bytes_[d] = 0;
+  }
+  series_start_ns_ = now_ns;
+}
+
 inline void JobRunner::OnBatchDone(uint64_t now_ns) {
   last_event_ns_ = now_ns;
+  if (phase_ != Phase::kMain) return;
   if (!measuring_ && now_ns >= measure_start_ns_) BeginMeasuring();
-  if (measuring_ && now_ns - sample_start_ns_ >= kBwSampleIntervalNs) TakeBwSample(now_ns);
+  if (measuring_) {
+    if (now_ns - sample_start_ns_ >= kBwSampleIntervalNs) TakeBwSample(now_ns);
+    if (now_ns - series_start_ns_ >= spec_.log_interval_ns) EmitSeriesPoint(now_ns);
+  }
   if (deadline_ns_ != 0 && now_ns >= deadline_ns_) issuing_ = false;
 }
 
+void JobRunner::SleepUntil(uint64_t when_ns) {
+  if (deadline_ns_ != 0 && when_ns > deadline_ns_) when_ns = deadline_ns_;
+  SleepUntilNs(when_ns);
+  now_ = MonotonicNs();
+  OnBatchDone(now_);
+}
+
+// fio's usec_for_io(): when the next I/O of req's direction may be issued.
+uint64_t JobRunner::RateDue(const IoRequest& req) const {
+  const int d = static_cast<int>(req.op);
+  const uint64_t bps = rate_bps_[d];
+  if (bps == 0) return 0;
+  const unsigned __int128 ns = static_cast<unsigned __int128>(rate_bytes_[d]) * 1000000000ULL / bps;
+  return start_ns_ + static_cast<uint64_t>(ns);
+}
+
+bool JobRunner::NextRequest(IoRequest* req) {
+  req->verify_phase = false;
+  if (phase_ == Phase::kVerify) {
+    while (verify_cursor_ < verify_table_.size() &&
+           (verify_table_[verify_cursor_] & kGenerationMask) == 0) {
+      ++verify_cursor_;
+    }
+    if (verify_cursor_ == verify_table_.size()) return false;
+    req->op = IoOp::kRead;
+    req->block = verify_cursor_;
+    req->offset = target_.region_offset() + verify_cursor_ * verify_block_bytes_;
+    req->length = static_cast<uint32_t>(verify_block_bytes_);
+    req->verify_phase = true;
+    ++verify_cursor_;
+    return true;
+  }
+  // As fio's do_io(): stop once `size` bytes were issued (time_based: never).
+  if (!spec_.time_based && issued_bytes_ >= io_limit_bytes_) return false;
+  if (last_issued_write_ && writes_since_sync_ > 0) {
+    if (spec_.fsync_blocks != 0 && writes_since_sync_ % spec_.fsync_blocks == 0) {
+      req->op = IoOp::kFsync;
+    } else if (spec_.fdatasync_blocks != 0 && writes_since_sync_ % spec_.fdatasync_blocks == 0) {
+      req->op = IoOp::kFdatasync;
+    } else {
+      req->op = IoOp::kRead;  // marker: no sync due
+    }
+    if (req->op != IoOp::kRead) {
+      req->offset = 0;
+      req->length = 0;
+      return true;
+    }
+  }
+  IoUnit unit;
+  pattern_->Next(&unit);
+  req->op = static_cast<IoOp>(unit.dir);
+  req->offset = unit.offset;
+  req->length = unit.length;
+  if (verify_) {
+    req->block = (unit.offset - target_.region_offset()) / verify_block_bytes_;
+    if (req->op == IoOp::kWrite) {
+      write_generation_ = write_generation_ % kGenerationMask + 1;  // 1 .. 2^31-1
+      StampBlock(req->buffer, req->length, req->offset, job_index_, write_generation_);
+    }
+  }
+  return true;
+}
+
+// True if an I/O to the same verify block is in flight (fio's
+// serialize_overlap, which verify needs to know what a block holds).
+inline bool JobRunner::BlockBusy(const IoRequest& req) const {
+  return verify_ && IsData(req.op) && (verify_table_[req.block] & kInFlight) != 0;
+}
+
+// Bookkeeping of an I/O the engine accepted.
+inline void JobRunner::MarkIssued(IoRequest* req) {
+  if (iolog_ != nullptr) {
+    std::fprintf(iolog_, "%s %s %llu %u\n", filename_.c_str(), IologAction(req->op),
+                 static_cast<unsigned long long>(req->offset), req->length);
+  }
+  if (req->verify_phase) {
+    verify_table_[req->block] |= kInFlight;
+    return;
+  }
+  const bool write = req->op == IoOp::kWrite;
+  if (IsData(req->op)) {
+    issued_bytes_ += req->length;
+    rate_bytes_[static_cast<int>(req->op)] += req->length;
+    if (write) ++writes_since_sync_;
+    if (verify_) verify_table_[req->block] |= kInFlight;
+  } else {
+    writes_since_sync_ = 0;
+  }
+  last_issued_write_ = write;
+}
+
+void JobRunner::CheckRead(const IoRequest& req) {
+  VerifyResult& v = result_->verify;
+  const uint32_t generation = verify_table_[req.block] & kGenerationMask;
+  const bool job_writes = spec_.Does(Dir::kWrite);
+  if (generation == 0 && job_writes) {
+    ++v.unchecked;  // never written by this job: content unknown
+    return;
+  }
+  BlockIdentity expected;
+  expected.offset = req.offset;
+  expected.job = job_index_;
+  expected.generation = generation;
+  BlockIdentity want, found;
+  ++v.checked;
+  if (CheckBlock(req.buffer, req.length, expected, generation != 0, &want, &found)) return;
+  ++v.mismatches;
+  if (v.recorded < kMaxVerifyMismatches) {
+    VerifyMismatch& m = v.first[v.recorded++];
+    m.offset = req.offset;
+    m.writer_checked = generation != 0;
+    m.expected = want;
+    m.found = found;
+  }
+}
+
 inline void JobRunner::Complete(IoRequest* req, uint64_t now_ns) {
+  const bool data = IsData(req->op);
+  if (verify_ && data) verify_table_[req->block] &= ~kInFlight;
   if (req->result < 0) {
     const int err = static_cast<int>(-req->result);
-    RecordError(err, "io_u error on file " + spec_.EffectiveFilename() + ": " + std::strerror(err) +
-                         ": " + std::string(kDirNames[static_cast<int>(req->dir)]) + " offset=" +
-                         std::to_string(req->offset) + ", buflen=" + std::to_string(req->length));
+    RecordError(err, "io_u error on file " + filename_ + ": " + std::strerror(err) + ": " +
+                         IologAction(req->op) + " offset=" + std::to_string(req->offset) +
+                         ", buflen=" + std::to_string(req->length));
     issuing_ = false;
     return;
   }
+  if (verify_ && data) {
+    if (req->op == IoOp::kWrite) {
+      // The generation stamped into the block when it was prepared.
+      uint64_t generation;
+      std::memcpy(&generation, req->buffer + 24, sizeof(generation));
+      const bool whole = static_cast<uint32_t>(req->result) == req->length;
+      verify_table_[req->block] = whole ? static_cast<uint32_t>(generation) & kGenerationMask : 0;
+    } else if (req->op == IoOp::kTrim) {
+      verify_table_[req->block] = 0;  // content undefined after a discard
+    } else if (static_cast<uint32_t>(req->result) == req->length) {
+      CheckRead(*req);
+    }
+  }
+  if (req->verify_phase) {
+    ++result_->verify.verify_reads;
+    return;
+  }
+  ++completed_since_think_;
   if (req->start_ns < measure_start_ns_) return;  // ramp_time: not measured
-  DirResult& d = result_->dir[static_cast<int>(req->dir)];
-  const uint64_t bytes = static_cast<uint64_t>(req->result);
-  if (bytes < req->length) ++d.short_ios;
-  d.io_bytes += bytes;
-  ++d.total_ios;
-  const uint64_t clat = now_ns - req->issue_ns;
   const uint64_t lat = now_ns - req->start_ns;
-  if (record_slat_) d.slat_ns.Add(req->issue_ns - req->start_ns);
-  d.clat_ns.Add(clat);
-  d.lat_ns.Add(lat);
-  d.clat_hist.Add(clat);
-  d.lat_hist.Add(lat);
+  if (!data) {
+    SyncResult& s = result_->sync;
+    ++s.total_ios;
+    s.lat_ns.Add(lat);
+    s.lat_hist.Add(lat);
+    return;
+  }
+  const int d = static_cast<int>(req->op);
+  DirResult& r = result_->dir[d];
+  const uint64_t bytes = static_cast<uint64_t>(req->result);
+  if (bytes < req->length) ++r.short_ios;
+  r.io_bytes += bytes;
+  ++r.total_ios;
+  const uint64_t clat = now_ns - req->issue_ns;
+  if (record_slat_) r.slat_ns.Add(req->issue_ns - req->start_ns);
+  r.clat_ns.Add(clat);
+  r.lat_ns.Add(lat);
+  r.clat_hist.Add(clat);
+  r.lat_hist.Add(lat);
+  ++series_ios_[d];
+  series_bytes_[d] += bytes;
+  series_hist_[d].Add(clat);
+}
+
+template <class E>
+void JobRunner::CommitStaged(E& engine) {
+  if (staged_.empty()) return;
+  int n = engine.Commit();
+  if (n == -EAGAIN || n == -EBUSY) return;  // reap first
+  if (n < 0) {
+    RecordError(-n, ErrnoMessage("submit", -n));
+    issuing_ = false;
+    inflight_ -= static_cast<uint32_t>(staged_.size());  // never handed over
+    for (IoRequest* r : staged_) {
+      if (verify_ && IsData(r->op)) verify_table_[r->block] &= ~kInFlight;
+      free_.push_back(r);
+    }
+    staged_.clear();
+    return;
+  }
+  if (n == 0) return;
+  // With SQPOLL, liburing counts everything the kernel thread has not picked
+  // up yet, earlier submits included.
+  n = std::min<int>(n, static_cast<int>(staged_.size()));
+  now_ = MonotonicNs();
+  for (int i = 0; i < n; ++i) staged_[i]->issue_ns = now_;
+  if (measuring_ && phase_ == Phase::kMain) {
+    ++result_->submit_map[BatchBucket(static_cast<uint32_t>(n))];
+    // As fio: each submitted I/O counts at the depth in use when committed.
+    result_->depth_map[DepthBucket(inflight_)] += static_cast<uint64_t>(n);
+  }
+  staged_.erase(staged_.begin(), staged_.begin() + n);
+  OnBatchDone(now_);
+}
+
+// Commits what is staged and reaps once: waits for `min` completions (capped
+// at what the kernel holds) and takes up to complete_max_. Returns false if
+// nothing could be waited for.
+template <class E>
+bool JobRunner::ReapOnce(E& engine, uint32_t min) {
+  CommitStaged(engine);
+  const uint32_t in_kernel = inflight_ - static_cast<uint32_t>(staged_.size());
+  if (in_kernel == 0) return false;
+  min = std::min(min, in_kernel);
+  const uint32_t max = std::max(min, std::min(complete_max_, in_kernel));
+  const int k = engine.Reap(min, max, events_.data());
+  if (k < 0) {
+    if (k == -EINTR || k == -EAGAIN || k == -ETIME) return true;
+    RecordError(-k, ErrnoMessage("reap", -k));
+    issuing_ = false;
+    return false;
+  }
+  if (k == 0) return true;
+  now_ = MonotonicNs();
+  for (int i = 0; i < k; ++i) {
+    Complete(events_[i], now_);
+    free_.push_back(events_[i]);
+  }
+  inflight_ -= static_cast<uint32_t>(k);
+  if (measuring_ && phase_ == Phase::kMain) {
+    ++result_->complete_map[BatchBucket(static_cast<uint32_t>(k))];
+  }
+  OnBatchDone(now_);
+  return true;
+}
+
+// fio's io_u_quiesce(): everything in flight completes.
+template <class E>
+void JobRunner::Quiesce(E& engine) {
+  while (inflight_ > 0) {
+    if (!ReapOnce(engine, inflight_)) {
+      if (result_->error != 0) return;
+      sched_yield();  // staged but the kernel refused it for now
+    }
+  }
 }
 
 template <class E>
 void JobRunner::Loop(E& engine) {
-  uint32_t inflight = 0;  // queued and not completed (staged or in the kernel)
-  uint64_t now = start_ns_;
-  IoRequest* held = nullptr;  // prepared, refused with kBusy; next to queue
-  IoUnit unit;
+  IoRequest* held = nullptr;  // prepared, not accepted yet; next to queue
+  const bool polling = complete_min_ == 0;
   while (true) {
-    while (issuing_ && inflight < depth_) {
+    bool busy = false;
+    while (issuing_ && inflight_ < depth_) {
       IoRequest* req = held;
+      held = nullptr;
       if (req == nullptr) {
-        if (!pattern_->Next(&unit)) {
+        req = free_.back();
+        if (!NextRequest(req)) {
           issuing_ = false;
           break;
         }
-        req = free_.back();
         free_.pop_back();
-        req->dir = unit.dir;
-        req->offset = unit.offset;
-        req->length = unit.length;
       }
-      req->start_ns = now;
+      if (BlockBusy(*req)) {  // wait for the I/O on the same block
+        held = req;
+        busy = true;
+        break;
+      }
+      if (rate_limited_ && phase_ == Phase::kMain && IsData(req->op)) {
+        const uint64_t due = RateDue(*req);
+        if (due > now_) {
+          Quiesce(engine);  // as fio: nothing in flight while ahead of the rate
+          SleepUntil(due);
+          if (!issuing_) {
+            held = req;
+            break;
+          }
+        }
+      }
+      req->start_ns = now_;
       const SubmitResult r = engine.Queue(req);
       if (r == SubmitResult::kBusy) {
         held = req;
+        busy = true;
         break;
       }
-      held = nullptr;
+      MarkIssued(req);
       if (r == SubmitResult::kCompleted) {
-        now = MonotonicNs();
+        now_ = MonotonicNs();
         req->issue_ns = req->start_ns;
-        if (measuring_) {
-          ++result_->depth_map[DepthBucket(inflight + 1)];
+        if (measuring_ && phase_ == Phase::kMain) {
+          ++result_->depth_map[DepthBucket(inflight_ + 1)];
           ++result_->submit_map[BatchBucket(1)];
           ++result_->complete_map[BatchBucket(1)];
         }
-        Complete(req, now);
+        Complete(req, now_);
         free_.push_back(req);
-        OnBatchDone(now);
-        continue;
+        OnBatchDone(now_);
+      } else {
+        ++inflight_;
+        staged_.push_back(req);
+        if (staged_.size() >= batch_submit_) CommitStaged(engine);
+        if (polling) ReapOnce(engine, 0);
       }
-      ++inflight;
-      staged_.push_back(req);
+      if (spec_.thinktime_ns != 0 && phase_ == Phase::kMain &&
+          completed_since_think_ >= spec_.thinktime_blocks) {
+        Quiesce(engine);
+        SleepUntil(now_ + spec_.thinktime_ns);
+        completed_since_think_ = 0;
+      }
     }
     if (!issuing_ && held != nullptr) {
       free_.push_back(held);
       held = nullptr;
     }
-
-    bool kernel_busy = false;
-    if (!staged_.empty()) {
-      const int n = engine.Commit();
-      if (n == -EAGAIN || n == -EBUSY) {
-        kernel_busy = true;
-      } else if (n < 0) {
-        RecordError(-n, ErrnoMessage("submit", -n));
-        issuing_ = false;
-        inflight -= static_cast<uint32_t>(staged_.size());  // never handed over
-        for (IoRequest* r : staged_) free_.push_back(r);
-        staged_.clear();
-      } else if (n > 0) {
-        const uint64_t issued = MonotonicNs();
-        for (int i = 0; i < n; ++i) staged_[i]->issue_ns = issued;
-        staged_.erase(staged_.begin(), staged_.begin() + n);
-        if (measuring_) {
-          ++result_->submit_map[BatchBucket(static_cast<uint32_t>(n))];
-          // As fio: each submitted I/O counts at the depth in use when committed.
-          result_->depth_map[DepthBucket(inflight)] += static_cast<uint64_t>(n);
-        }
-      }
-    }
-
-    const uint32_t in_kernel = inflight - static_cast<uint32_t>(staged_.size());
-    if (in_kernel == 0) {
-      if (inflight == 0 && !issuing_) break;
-      if (kernel_busy) sched_yield();  // nothing to reap; let the kernel catch up
+    if (inflight_ == 0) {
+      if (!issuing_) break;
+      if (busy) sched_yield();
       continue;
     }
-    const int k = engine.Reap(1, in_kernel, events_.data());
-    if (k < 0) {
-      if (k == -EINTR || k == -EAGAIN || k == -ETIME) continue;
-      RecordError(-k, ErrnoMessage("reap", -k));
-      break;  // I/O still in flight is waited for when the engine closes
+    // Full, busy or draining: as fio's wait_for_completions(), at least one.
+    const uint32_t min = std::max<uint32_t>(1, complete_min_);
+    if (!ReapOnce(engine, min)) {
+      if (result_->error != 0) break;
+      sched_yield();  // everything still staged: the kernel said "later"
     }
-    now = MonotonicNs();
-    for (int i = 0; i < k; ++i) {
-      Complete(events_[i], now);
-      free_.push_back(events_[i]);
-    }
-    inflight -= static_cast<uint32_t>(k);
-    if (measuring_) ++result_->complete_map[BatchBucket(static_cast<uint32_t>(k))];
-    OnBatchDone(now);
   }
 }
 
+template <class E>
+void JobRunner::RunPhase(E& engine, Phase phase) {
+  phase_ = phase;
+  issuing_ = true;
+  Loop(engine);
+}
+
 Status JobRunner::Run() {
+  if (spec_.startdelay_high_ns > spec_.startdelay_ns || spec_.startdelay_ns != 0) {
+    uint64_t delay = spec_.startdelay_ns;
+    if (spec_.startdelay_high_ns > spec_.startdelay_ns) {
+      uint64_t state = DeriveSeed(spec_.randseed, job_index_, kDelayStream);
+      const uint64_t span = spec_.startdelay_high_ns - spec_.startdelay_ns + 1;
+      delay +=
+          static_cast<uint64_t>((static_cast<unsigned __int128>(SplitMix64(&state)) * span) >> 64);
+    }
+    result_->startdelay_ns = delay;
+    SleepUntilNs(MonotonicNs() + delay);
+  }
   start_ns_ = MonotonicNs();
+  now_ = start_ns_;
   last_event_ns_ = start_ns_;
   measure_start_ns_ = start_ns_ + spec_.ramp_ns;
   deadline_ns_ = spec_.runtime_ns != 0 ? measure_start_ns_ + spec_.runtime_ns : 0;
   if (spec_.ramp_ns == 0) BeginMeasuring();
 
+  auto run = [&](auto& engine) {
+    RunPhase(engine, Phase::kMain);
+    if (result_->error == 0 && spec_.end_fsync && spec_.Does(Dir::kWrite)) {
+      const uint64_t t0 = MonotonicNs();
+      int ret = fsync(target_.fd());
+      now_ = MonotonicNs();
+      if (ret != 0) {
+        RecordError(errno, ErrnoMessage("end_fsync '" + filename_ + "'", errno));
+      } else if (measuring_) {
+        ++result_->sync.total_ios;
+        result_->sync.lat_ns.Add(now_ - t0);
+        result_->sync.lat_hist.Add(now_ - t0);
+      }
+      last_event_ns_ = now_;
+    }
+    const uint64_t main_end = last_event_ns_;
+    if (measuring_) {
+      result_->measured = true;
+      result_->runtime_ns = main_end - measure_start_ns_;
+      if (now_ > series_start_ns_) {
+        bool any = false;
+        for (uint64_t n : series_ios_) any |= n != 0;
+        if (any) EmitSeriesPoint(main_end);
+      }
+      SnapshotUsage(true);
+    }
+    result_->elapsed_ns = main_end - start_ns_;
+    if (verify_ && spec_.do_verify && write_generation_ != 0 && result_->error == 0) {
+      // As fio: sync and drop the page cache so the reads reach the device.
+      fsync(target_.fd());
+      posix_fadvise(target_.fd(), 0, 0, POSIX_FADV_DONTNEED);
+      deadline_ns_ = 0;
+      const uint64_t t0 = MonotonicNs();
+      RunPhase(engine, Phase::kVerify);
+      result_->verify.verify_phase_ns = MonotonicNs() - t0;
+    }
+  };
   switch (spec_.ioengine) {
     case EngineKind::kPsync:
-      Loop(static_cast<PsyncEngine&>(*engine_));
+      run(static_cast<PsyncEngine&>(*engine_));
       break;
     case EngineKind::kIoUring:
-      Loop(static_cast<IoUringEngine&>(*engine_));
+      run(static_cast<IoUringEngine&>(*engine_));
+      break;
+    case EngineKind::kLibaio:
+      run(static_cast<LibaioEngine&>(*engine_));
       break;
   }
-
-  result_->elapsed_ns = last_event_ns_ - start_ns_;
-  if (measuring_) {
-    result_->measured = true;
-    result_->runtime_ns = last_event_ns_ - measure_start_ns_;
-    SnapshotUsage(true);
+  if (result_->verify.mismatches != 0) {
+    const VerifyMismatch& m = result_->verify.first[0];
+    RecordError(EILSEQ, "verify: " + std::to_string(result_->verify.mismatches) +
+                            " mismatching blocks in '" + filename_ + "', first at offset " +
+                            std::to_string(m.offset));
   }
   if (result_->error != 0) return Status::Runtime(result_->error_text, result_->error);
   return Status::Ok();

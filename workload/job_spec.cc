@@ -1,5 +1,7 @@
 #include "job_spec.h"
 
+#include <algorithm>
+
 namespace blkgen {
 
 const RwModeInfo& InfoFor(RwMode mode) {
@@ -17,7 +19,23 @@ std::string_view NameOf(EngineKind kind) {
 }
 
 std::string JobSpec::EffectiveFilename() const {
-  return filename.empty() ? name + ".0.0" : filename;
+  return filename.empty() ? name + "." + std::to_string(clone) + ".0" : filename;
+}
+
+uint64_t JobSpec::MinBs(Dir d) const {
+  const auto& split = bssplit[int(d)];
+  if (split.empty()) return bs[int(d)];
+  uint64_t m = split[0].bytes;
+  for (const BsSplitEntry& e : split) m = std::min(m, e.bytes);
+  return m;
+}
+
+uint64_t JobSpec::MaxBs(Dir d) const {
+  const auto& split = bssplit[int(d)];
+  if (split.empty()) return bs[int(d)];
+  uint64_t m = 0;
+  for (const BsSplitEntry& e : split) m = std::max(m, e.bytes);
+  return m;
 }
 
 }  // namespace blkgen

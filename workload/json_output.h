@@ -15,6 +15,7 @@
 
 #include "job_result.h"
 #include "options.h"
+#include "report.h"
 
 namespace blkgen {
 
@@ -23,14 +24,13 @@ struct WallClock {
   int64_t unix_ms = 0;  // ms since the Unix epoch
 };
 
-// REQUIRES: results.size() == cl.jobs.size(), in the same order.
-nlohmann::ordered_json BuildJsonReport(const CommandLine& cl,
-                                       std::span<const JobResult* const> results,
+// REQUIRES: run.results.size() == cl.jobs.size(), in the same order; so is
+// run.series unless empty.
+nlohmann::ordered_json BuildJsonReport(const CommandLine& cl, const RunData& run,
                                        const WallClock& wall);
 
 // The report as text, two-space indented, ending in a newline.
-std::string FormatJsonReport(const CommandLine& cl, std::span<const JobResult* const> results,
-                             const WallClock& wall);
+std::string FormatJsonReport(const CommandLine& cl, const RunData& run, const WallClock& wall);
 
 }  // namespace blkgen
 

@@ -77,22 +77,31 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   std::fflush(stderr);
 
+  ResolveSeeds(&cl.jobs);
   SharedResults shared(cl.jobs.size());
-  if (!shared.ok()) {
+  SharedSeries series(cl.jobs);
+  if (!shared.ok() || !series.ok()) {
     std::fprintf(stderr, "blkgen: %s\n", ErrnoMessage("mmap", errno).c_str());
     return kExitJobFailed;
   }
-  RunJobsInProcesses(cl.jobs, shared.results());
+  RunContext context;
+  context.cgroup_root = cl.program.cgroup_root;
+  RunOutcome outcome = RunJobsInProcesses(cl.jobs, shared.span(), &series, context);
+  for (const std::string& w : outcome.warnings) std::fprintf(stderr, "blkgen: %s\n", w.c_str());
 
   std::vector<const JobResult*> results;
-  for (const JobResult& r : shared.results()) results.push_back(&r);
+  for (const JobResult& r : shared.span()) results.push_back(&r);
+  RunData run;
+  run.results = results;
+  for (size_t i = 0; i < cl.jobs.size(); ++i) run.series.push_back(series.of(i));
+  run.disk_util = std::move(outcome.disk_util);
   if (normal) {
-    report += FormatNormalReport(cl, results);
+    report += FormatNormalReport(cl, run);
   } else {
     timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     const WallClock wall{static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000};
-    report = FormatJsonReport(cl, results, wall);
+    report = FormatJsonReport(cl, run, wall);
   }
 
   bool ok = true;
@@ -100,6 +109,24 @@ int Main(int argc, char** argv) {
     if (results[i]->error != 0) {
       std::fprintf(stderr, "blkgen: job '%s': %s\n", cl.jobs[i].name.c_str(),
                    results[i]->error_text);
+      const VerifyResult& v = results[i]->verify;
+      for (uint32_t k = 0; k < v.recorded; ++k) {
+        const VerifyMismatch& m = v.first[k];
+        std::fprintf(stderr,
+                     "blkgen: job '%s': verify mismatch at offset %llu: expected magic=%#x "
+                     "offset=%llu length=%u crc32c=%#x",
+                     cl.jobs[i].name.c_str(), static_cast<unsigned long long>(m.offset),
+                     m.expected.magic, static_cast<unsigned long long>(m.expected.offset),
+                     m.expected.length, m.expected.crc32c);
+        if (m.writer_checked) {
+          std::fprintf(stderr, " job=%u generation=%llu", m.expected.job,
+                       static_cast<unsigned long long>(m.expected.generation));
+        }
+        std::fprintf(
+            stderr, "; found magic=%#x offset=%llu length=%u crc32c=%#x job=%u generation=%llu\n",
+            m.found.magic, static_cast<unsigned long long>(m.found.offset), m.found.length,
+            m.found.crc32c, m.found.job, static_cast<unsigned long long>(m.found.generation));
+      }
       ok = false;
     }
   }

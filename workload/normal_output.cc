@@ -82,17 +82,18 @@ void PercentileLines(std::string* out, const char* name, const LatencyHistogram&
   }
 }
 
-void SampleLines(std::string* out, const DirResult& d, uint64_t agg_bw_bytes) {
-  if (d.bw_kib_s.n == 0) return;
+void SampleLines(std::string* out, const SampleSummary& bw, const SampleSummary& iops,
+                 uint64_t agg_bw_bytes) {
+  if (bw.n == 0) return;
   Appendf(out,
           "   bw (  KiB/s): min=%llu, max=%llu, per=%3.2f%%, avg=%5.02f, stdev=%5.02f, "
           "samples=%llu\n",
-          static_cast<unsigned long long>(d.bw_kib_s.min),
-          static_cast<unsigned long long>(d.bw_kib_s.max), BwAggPercent(d, agg_bw_bytes),
-          d.bw_kib_s.Mean(), d.bw_kib_s.Stddev(), static_cast<unsigned long long>(d.bw_kib_s.n));
+          static_cast<unsigned long long>(bw.min), static_cast<unsigned long long>(bw.max),
+          BwAggPercent(bw, agg_bw_bytes), bw.mean, bw.stddev,
+          static_cast<unsigned long long>(bw.n));
   Appendf(out, "   iops        : min=%llu, max=%llu, avg=%5.02f, stdev=%5.02f, samples=%llu\n",
-          static_cast<unsigned long long>(d.iops.min), static_cast<unsigned long long>(d.iops.max),
-          d.iops.Mean(), d.iops.Stddev(), static_cast<unsigned long long>(d.iops.n));
+          static_cast<unsigned long long>(iops.min), static_cast<unsigned long long>(iops.max),
+          iops.mean, iops.stddev, static_cast<unsigned long long>(iops.n));
 }
 
 template <size_t N>
@@ -159,6 +160,10 @@ std::string ScaledNumber(double value, int max_digits, int base) {
 std::string FormatBanner(const CommandLine& cl) {
   std::string out;
   for (const JobSpec& job : cl.jobs) {
+    if (job.clone > 0) {  // fio prints "..." once for a job's clones
+      if (job.clone == 1) out.append("...\n");
+      continue;
+    }
     Appendf(&out,
             "%s: (g=0): rw=%.*s, bs=(R) %s-%s, (W) %s-%s, (T) %s-%s, ioengine=%.*s, "
             "iodepth=%u\n",
@@ -173,13 +178,15 @@ std::string FormatBanner(const CommandLine& cl) {
   return out;
 }
 
-std::string FormatNormalReport(const CommandLine& cl, std::span<const JobResult* const> results) {
-  const GroupReport group = SummarizeGroup(results);
+std::string FormatNormalReport(const CommandLine& cl, const RunData& run) {
+  const std::vector<ReportEntry> entries = BuildReportEntries(cl.jobs, run.results);
+  const GroupReport group = SummarizeGroup(entries);
   std::string out;
-  for (size_t i = 0; i < cl.jobs.size(); ++i) {
-    const JobSpec& job = cl.jobs[i];
-    const JobResult& r = *results[i];
-    Appendf(&out, "\n%s: (groupid=0, jobs=1): err=%2d\n", job.name.c_str(), r.error);
+  for (const ReportEntry& e : entries) {
+    const JobSpec& job = *e.spec;
+    const JobResult& r = *e.result;
+    Appendf(&out, "\n%s: (groupid=0, jobs=%zu): err=%2d\n", job.name.c_str(), e.members.size(),
+            r.error);
     if (r.error != 0) Appendf(&out, "  error: %s\n", r.error_text);
     for (int d = 0; d < kNumDirs; ++d) {
       const DirResult& dr = r.dir[d];
@@ -194,7 +201,18 @@ std::string FormatNormalReport(const CommandLine& cl, std::span<const JobResult*
       LatencyLine(&out, "clat", dr.clat_ns);
       LatencyLine(&out, " lat", dr.lat_ns);
       PercentileLines(&out, "clat", dr.clat_hist, dr.clat_ns, job.percentiles);
-      SampleLines(&out, dr, group.agg_bw_bytes[d]);
+      SampleLines(&out, e.bw[d], e.iops[d], group.agg_bw_bytes[d]);
+    }
+    if (r.sync.total_ios > 0) {
+      out.append("  fsync/fdatasync/sync_file_range:\n");
+      LatencyLine(&out, "sync", r.sync.lat_ns);
+      PercentileLines(&out, "sync", r.sync.lat_hist, r.sync.lat_ns, job.percentiles);
+    }
+    if (job.verify != VerifyKind::kNone) {
+      Appendf(&out, "  verify       : checked=%llu, mismatches=%llu, unchecked=%llu\n",
+              static_cast<unsigned long long>(r.verify.checked),
+              static_cast<unsigned long long>(r.verify.mismatches),
+              static_cast<unsigned long long>(r.verify.unchecked));
     }
     const LatencyShares lat = ComputeLatencyShares(r);
     ShareLines(&out, "nsec", LatencyShares::kNsKeys, lat.ns);
@@ -209,11 +227,12 @@ std::string FormatNormalReport(const CommandLine& cl, std::span<const JobResult*
     DistributionLine(&out, "     submit    : ", kBatchKeys, r.submit_map);
     DistributionLine(&out, "     complete  : ", kBatchKeys, r.complete_map);
     Appendf(&out,
-            "     issued rwts: total=%llu,%llu,%llu,0 short=%llu,%llu,%llu,0 "
+            "     issued rwts: total=%llu,%llu,%llu,%llu short=%llu,%llu,%llu,0 "
             "dropped=0,0,0,0\n",
             static_cast<unsigned long long>(r.dir[0].total_ios),
             static_cast<unsigned long long>(r.dir[1].total_ios),
             static_cast<unsigned long long>(r.dir[2].total_ios),
+            static_cast<unsigned long long>(r.sync.total_ios),
             static_cast<unsigned long long>(r.dir[0].short_ios),
             static_cast<unsigned long long>(r.dir[1].short_ios),
             static_cast<unsigned long long>(r.dir[2].short_ios));
@@ -232,6 +251,21 @@ std::string FormatNormalReport(const CommandLine& cl, std::span<const JobResult*
             ScaledNumber(static_cast<double>(group.io_bytes[d]), 4, 1000).c_str(),
             static_cast<unsigned long long>(group.min_run_ms[d]),
             static_cast<unsigned long long>(group.max_run_ms[d]));
+  }
+  if (!run.disk_util.empty()) {
+    out.append("\nDisk stats (read/write):\n");
+    for (const DiskUtil& u : run.disk_util) {
+      Appendf(&out,
+              "  %s: ios=%llu/%llu, merge=%llu/%llu, ticks=%llu/%llu, in_queue=%llu, "
+              "util=%3.2f%%\n",
+              u.name.c_str(), static_cast<unsigned long long>(u.read_ios),
+              static_cast<unsigned long long>(u.write_ios),
+              static_cast<unsigned long long>(u.read_merges),
+              static_cast<unsigned long long>(u.write_merges),
+              static_cast<unsigned long long>(u.read_ticks),
+              static_cast<unsigned long long>(u.write_ticks),
+              static_cast<unsigned long long>(u.in_queue), u.util);
+    }
   }
   return out;
 }

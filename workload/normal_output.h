@@ -10,6 +10,7 @@
 
 #include "job_result.h"
 #include "options.h"
+#include "report.h"
 
 namespace blkgen {
 
@@ -17,8 +18,8 @@ namespace blkgen {
 // "Starting N processes").
 std::string FormatBanner(const CommandLine& cl);
 
-// REQUIRES: results.size() == cl.jobs.size(), in the same order.
-std::string FormatNormalReport(const CommandLine& cl, std::span<const JobResult* const> results);
+// REQUIRES: run.results.size() == cl.jobs.size(), in the same order.
+std::string FormatNormalReport(const CommandLine& cl, const RunData& run);
 
 // fio's num2str: `value` with a 1000- or 1024-based prefix so that it fits
 // in `max_digits` digits, e.g. (55741, 4, 1000) -> "55.7k". Exposed for tests.

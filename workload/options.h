@@ -1,17 +1,26 @@
-// Command-line parsing in fio's syntax: `--opt=value`, a job starts at each
-// `--name=`, options before the first `--name=` are global and apply to every
-// job unless the job sets them itself. The option table here is the single
-// source of option names, defaults and help; unknown or unsupported options
-// are usage errors that name the option.
-// Thread-safety: pure functions over immutable tables.
+// Command-line and job-file parsing in fio's syntax. On the command line:
+// `--opt=value`, a job starts at each `--name=`, options before the first
+// `--name=` are global; any other argument is a job file (fio's ini format,
+// see job_file.h). As in fio 3.33: command-line globals apply to every job,
+// a job file's [global] sections apply to the file's jobs below them (and
+// override command-line globals), command-line jobs come first, then the
+// file's. numjobs=N expands a job into N clones after parsing.
+//
+// The option table here is the single source of option names, defaults and
+// help; unknown or unsupported options are usage errors that name the
+// option.
+// Thread-safety: pure functions over immutable tables (file reading and the
+// environment go through the ParseEnv passed in).
 #ifndef BLKGEN_OPTIONS_H_
 #define BLKGEN_OPTIONS_H_
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "job_file.h"
 #include "job_spec.h"
 #include "status.h"
 
@@ -33,9 +42,13 @@ std::span<const OptionDef> JobOptionTable();
 
 enum class OutputFormat { kNormal, kJson };
 
+inline constexpr std::string_view kDefaultCgroupRoot = "/sys/fs/cgroup";
+
 struct ProgramOptions {
   OutputFormat format = OutputFormat::kNormal;
   std::string output_path;  // empty = stdout
+  // Where cgroup v2 is mounted; tests point it at a directory of their own.
+  std::string cgroup_root = std::string(kDefaultCgroupRoot);
   bool show_help = false;
   bool show_version = false;
 };
@@ -43,15 +56,27 @@ struct ProgramOptions {
 struct CommandLine {
   ProgramOptions program;
   std::vector<GivenOption> global_options;  // as given, for the output
-  std::vector<JobSpec> jobs;
+  std::vector<JobSpec> jobs;                // clones expanded
   // Adjustments the user should hear about (fio prints them as "note:").
   std::vector<std::string> notes;
 };
+
+// How the parser reads job files and the environment.
+struct ParseEnv {
+  // Reads the whole file; on failure returns a Status naming it.
+  std::function<Status(const std::string& path, std::string* text)> read_file;
+  EnvLookup getenv;
+};
+// Reads real files and the process environment.
+ParseEnv SystemParseEnv();
 
 // A job with every table default applied and nothing else.
 JobSpec DefaultJobSpec();
 
 // Parses argv[1..] (without the program name). Errors are Status::Usage.
+Status ParseCommandLine(const std::vector<std::string>& args, const ParseEnv& env,
+                        CommandLine* out);
+// Same with SystemParseEnv().
 Status ParseCommandLine(const std::vector<std::string>& args, CommandLine* out);
 
 // The text printed by --help, generated from the option tables.

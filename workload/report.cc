@@ -1,6 +1,8 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace blkgen {
 namespace {
@@ -72,6 +74,120 @@ std::array<double, kDepthBuckets> DepthShares(const uint64_t (&map)[kDepthBucket
   return out;
 }
 
+SampleSummary Summarize(const RunningStat& s) {
+  SampleSummary out;
+  if (s.n == 0) return out;
+  out.min = s.min;
+  out.max = s.max;
+  out.n = s.n;
+  out.mean = s.Mean();
+  out.stddev = s.Stddev();
+  return out;
+}
+
+namespace {
+
+// fio's sum_stat(..., pure_sum=true) for bw and iops samples: the S terms
+// (squared deviations) add, so the deviation is sqrt(sum of S / (n - 1)).
+SampleSummary PureSum(const SampleSummary& a, const SampleSummary& b) {
+  if (b.n == 0) return a;
+  if (a.n == 0) return b;
+  SampleSummary out;
+  out.min = a.min + b.min;
+  out.max = a.max + b.max;
+  out.n = a.n + b.n;
+  out.mean = a.mean + b.mean;
+  const double s_a = a.n > 1 ? a.stddev * a.stddev * static_cast<double>(a.n - 1) : 0;
+  const double s_b = b.n > 1 ? b.stddev * b.stddev * static_cast<double>(b.n - 1) : 0;
+  out.stddev = out.n > 1 ? std::sqrt((s_a + s_b) / static_cast<double>(out.n - 1)) : 0;
+  return out;
+}
+
+}  // namespace
+
+void MergeInto(JobResult* dst, const JobResult& src) {
+  if (dst->error == 0 && src.error != 0) {
+    dst->error = src.error;
+    std::memcpy(dst->error_text, src.error_text, sizeof(dst->error_text));
+  }
+  dst->measured |= src.measured;
+  dst->runtime_ns = std::max(dst->runtime_ns, src.runtime_ns);
+  dst->elapsed_ns = std::max(dst->elapsed_ns, src.elapsed_ns);
+  for (int d = 0; d < kNumDirs; ++d) {
+    DirResult& a = dst->dir[d];
+    const DirResult& b = src.dir[d];
+    a.io_bytes += b.io_bytes;
+    a.total_ios += b.total_ios;
+    a.short_ios += b.short_ios;
+    a.drop_ios += b.drop_ios;
+    a.slat_ns.Merge(b.slat_ns);
+    a.clat_ns.Merge(b.clat_ns);
+    a.lat_ns.Merge(b.lat_ns);
+    a.clat_hist.Merge(b.clat_hist);
+    a.lat_hist.Merge(b.lat_hist);
+  }
+  dst->usr_ns += src.usr_ns;
+  dst->sys_ns += src.sys_ns;
+  dst->ctx += src.ctx;
+  dst->majf += src.majf;
+  dst->minf += src.minf;
+  for (int i = 0; i < kDepthBuckets; ++i) {
+    dst->depth_map[i] += src.depth_map[i];
+    dst->submit_map[i] += src.submit_map[i];
+    dst->complete_map[i] += src.complete_map[i];
+  }
+  dst->sync.total_ios += src.sync.total_ios;
+  dst->sync.lat_ns.Merge(src.sync.lat_ns);
+  dst->sync.lat_hist.Merge(src.sync.lat_hist);
+  VerifyResult& v = dst->verify;
+  v.checked += src.verify.checked;
+  v.mismatches += src.verify.mismatches;
+  v.unchecked += src.verify.unchecked;
+  v.verify_reads += src.verify.verify_reads;
+  v.verify_phase_ns = std::max(v.verify_phase_ns, src.verify.verify_phase_ns);
+  for (uint32_t i = 0; i < src.verify.recorded && v.recorded < kMaxVerifyMismatches; ++i) {
+    v.first[v.recorded++] = src.verify.first[i];
+  }
+}
+
+std::vector<ReportEntry> BuildReportEntries(std::span<const JobSpec> jobs,
+                                            std::span<const JobResult* const> results) {
+  std::vector<ReportEntry> entries;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobResult& r = *results[i];
+    if (entries.empty() || !jobs[i].group_reporting) {
+      ReportEntry e;
+      e.spec = &jobs[i];
+      e.result = &r;
+      e.members.push_back(static_cast<uint32_t>(i));
+      for (int d = 0; d < kNumDirs; ++d) {
+        e.bw[d] = Summarize(r.dir[d].bw_kib_s);
+        e.iops[d] = Summarize(r.dir[d].iops);
+      }
+      entries.push_back(std::move(e));
+      continue;
+    }
+    ReportEntry& e = entries.back();
+    if (!e.merged) {
+      e.merged = std::make_unique<JobResult>(*e.result);
+      e.result = e.merged.get();
+    }
+    MergeInto(e.merged.get(), r);
+    e.members.push_back(static_cast<uint32_t>(i));
+    for (int d = 0; d < kNumDirs; ++d) {
+      e.bw[d] = PureSum(e.bw[d], Summarize(r.dir[d].bw_kib_s));
+      e.iops[d] = PureSum(e.iops[d], Summarize(r.dir[d].iops));
+    }
+  }
+  return entries;
+}
+
+GroupReport SummarizeGroup(const std::vector<ReportEntry>& entries) {
+  std::vector<const JobResult*> results;
+  for (const ReportEntry& e : entries) results.push_back(e.result);
+  return SummarizeGroup(results);
+}
+
 GroupReport SummarizeGroup(std::span<const JobResult* const> results) {
   GroupReport g;
   for (int d = 0; d < kNumDirs; ++d) {
@@ -96,10 +212,10 @@ GroupReport SummarizeGroup(std::span<const JobResult* const> results) {
   return g;
 }
 
-double BwAggPercent(const DirResult& d, uint64_t group_agg_bw_bytes) {
+double BwAggPercent(const SampleSummary& bw_kib, uint64_t group_agg_bw_bytes) {
   const uint64_t agg_kib = group_agg_bw_bytes / 1024;
-  if (d.bw_kib_s.n == 0 || agg_kib == 0) return 0.0;
-  return std::min(100.0, d.bw_kib_s.Mean() * 100.0 / static_cast<double>(agg_kib));
+  if (bw_kib.n == 0 || agg_kib == 0) return 0.0;
+  return std::min(100.0, bw_kib.mean * 100.0 / static_cast<double>(agg_kib));
 }
 
 }  // namespace blkgen

@@ -1,5 +1,6 @@
 // Derived numbers of a finished run, computed the way fio computes them, for
-// both output formats: bandwidth and IOPS per direction, fio's latency and
+// both output formats: report entries (one per job, or with group_reporting
+// the jobs fio merges), bandwidth and IOPS per direction, fio's latency and
 // I/O depth distributions, group aggregates.
 // Units: bytes, KiB (1024 bytes), ns, ms, percent as named.
 // Thread-safety: pure functions.
@@ -8,17 +9,51 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
+#include "block_device.h"
 #include "job_result.h"
 #include "job_spec.h"
 
 namespace blkgen {
 
-inline constexpr std::string_view kBlkgenVersion = "blkgen-0.1";
+inline constexpr std::string_view kBlkgenVersion = "blkgen-0.2";
 // Version of blkgen's own JSON additions (the "blkgen" objects).
-inline constexpr int kJsonSchemaVersion = 1;
+inline constexpr int kJsonSchemaVersion = 2;
+
+// Everything a report is made from, besides the command line.
+struct RunData {
+  std::span<const JobResult* const> results;         // one per job
+  std::vector<std::span<const SeriesPoint>> series;  // per job; may be empty
+  std::vector<DiskUtil> disk_util;
+};
+
+// fio's bw/iops sample statistics (io_stat), summed over a group's jobs as
+// fio does for group_reporting (min, max and mean add up).
+struct SampleSummary {
+  uint64_t min = 0, max = 0, n = 0;
+  double mean = 0, stddev = 0;
+};
+SampleSummary Summarize(const RunningStat& s);
+
+// One entry of the report: a job, or with group_reporting the jobs fio
+// merges into one (a job with group_reporting joins the entry before it).
+struct ReportEntry {
+  const JobSpec* spec = nullptr;      // the first member's
+  const JobResult* result = nullptr;  // the job's own, or `merged`
+  std::unique_ptr<JobResult> merged;  // several members: their sum
+  std::vector<uint32_t> members;      // job indexes
+  std::array<SampleSummary, kNumDirs> bw{}, iops{};
+};
+std::vector<ReportEntry> BuildReportEntries(std::span<const JobSpec> jobs,
+                                            std::span<const JobResult* const> results);
+
+// Adds `src` into `dst` the way fio's sum_thread_stats() does (latencies
+// pooled, bytes and counts added, runtime the longest).
+void MergeInto(JobResult* dst, const JobResult& src);
 
 struct DirReport {
   uint64_t io_bytes = 0;
@@ -58,20 +93,21 @@ inline constexpr std::array<std::string_view, kDepthBuckets> kBatchKeys = {"0", 
                                                                            "32", "64", ">=64"};
 std::array<double, kDepthBuckets> DepthShares(const uint64_t (&map)[kDepthBuckets]);
 
-// Group-wide numbers (all jobs form fio's group 0).
+// Group-wide numbers (all entries form fio's group 0).
 struct GroupReport {
   std::array<uint64_t, kNumDirs> io_bytes{};
   std::array<uint64_t, kNumDirs> agg_bw_bytes{};  // sum of bytes / longest runtime
-  std::array<uint64_t, kNumDirs> min_bw_bytes{};  // per-job bw, over jobs with I/O
+  std::array<uint64_t, kNumDirs> min_bw_bytes{};  // per-entry bw, over entries with I/O
   std::array<uint64_t, kNumDirs> max_bw_bytes{};
   std::array<uint64_t, kNumDirs> min_run_ms{};
   std::array<uint64_t, kNumDirs> max_run_ms{};
 };
 GroupReport SummarizeGroup(std::span<const JobResult* const> results);
+GroupReport SummarizeGroup(const std::vector<ReportEntry>& entries);
 
-// fio's "bw_agg": a job's mean sampled bandwidth as a percentage of the
+// fio's "bw_agg": an entry's mean sampled bandwidth as a percentage of the
 // group's aggregate (capped at 100); 0 without samples.
-double BwAggPercent(const DirResult& d, uint64_t group_agg_bw_bytes);
+double BwAggPercent(const SampleSummary& bw_kib, uint64_t group_agg_bw_bytes);
 
 }  // namespace blkgen
 

@@ -100,7 +100,9 @@ struct Fixture {
 TEST(JsonOutputTest, FioTypesEvenForIntegralFloats) {
   Fixture f;
   const JobResult* results[] = {f.result.get()};
-  const auto j = BuildJsonReport(f.cl, results, WallClock{1700000000123});
+  RunData run;
+  run.results = results;
+  const auto j = BuildJsonReport(f.cl, run, WallClock{1700000000123});
   EXPECT_EQ(j["fio version"], std::string(kBlkgenVersion));
   EXPECT_EQ(j["timestamp"], 1700000000);
   EXPECT_EQ(j["timestamp_ms"], 1700000000123);
@@ -133,8 +135,11 @@ TEST(JsonOutputTest, SameResultsSameBytesApartFromWallClock) {
   Fixture a, b;
   const JobResult* ra[] = {a.result.get()};
   const JobResult* rb[] = {b.result.get()};
-  auto ja = BuildJsonReport(a.cl, ra, WallClock{1});
-  auto jb = BuildJsonReport(b.cl, rb, WallClock{999999999});
+  RunData run_a, run_b;
+  run_a.results = ra;
+  run_b.results = rb;
+  auto ja = BuildJsonReport(a.cl, run_a, WallClock{1});
+  auto jb = BuildJsonReport(b.cl, run_b, WallClock{999999999});
   EXPECT_NE(ja.dump(), jb.dump());
   for (auto* j : {&ja, &jb}) {
     j->erase("timestamp");
@@ -147,7 +152,9 @@ TEST(JsonOutputTest, SameResultsSameBytesApartFromWallClock) {
 TEST(NormalOutputTest, HasFioLines) {
   Fixture f;
   const JobResult* results[] = {f.result.get()};
-  const std::string text = FormatBanner(f.cl) + FormatNormalReport(f.cl, results);
+  RunData run;
+  run.results = results;
+  const std::string text = FormatBanner(f.cl) + FormatNormalReport(f.cl, run);
   for (const char* needle : {"x: (g=0): rw=randread", "Starting 1 process",
                              "read: IOPS=1000, BW=", "clat (nsec): min=1000, max=1000.0k",
                              "clat percentiles (usec):", "99.00th=[  990]",

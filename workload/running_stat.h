@@ -26,6 +26,16 @@ struct RunningStat {
     sum_sq += static_cast<unsigned __int128>(v) * v;
   }
 
+  // Adds all values of `o`, as if they had been Add()ed here.
+  void Merge(const RunningStat& o) {
+    if (o.n == 0) return;
+    if (n == 0 || o.min < min) min = o.min;
+    if (o.max > max) max = o.max;
+    n += o.n;
+    sum += o.sum;
+    sum_sq += o.sum_sq;
+  }
+
   double Mean() const { return n == 0 ? 0.0 : static_cast<double>(sum) / n; }
 
   // Sample standard deviation (divides by n - 1, as fio does); 0 if n < 2.

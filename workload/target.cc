@@ -135,10 +135,19 @@ Status Target::Open(const JobSpec& spec, uint64_t fill_seed) {
     if (ioctl(fd_, BLKSSZGET, &logical) == 0 && logical > 0) {
       const uint64_t lbs = static_cast<uint64_t>(logical);
       for (int d = 0; d < kNumDirs; ++d) {
-        if ((dirs & DirBit(static_cast<Dir>(d))) && spec.bs[d] % lbs != 0) {
-          return Status::Runtime("bs=" + std::to_string(spec.bs[d]) +
-                                 " is not a multiple of the logical block size " +
-                                 std::to_string(lbs) + " of '" + path + "' (direct=1)");
+        if ((dirs & DirBit(static_cast<Dir>(d))) == 0) continue;
+        std::vector<uint64_t> sizes = {spec.bs[d]};
+        if (!spec.bssplit[d].empty()) {
+          sizes.clear();
+          for (const BsSplitEntry& e : spec.bssplit[d]) sizes.push_back(e.bytes);
+        }
+        sizes.push_back(spec.Alignment(static_cast<Dir>(d)));
+        for (uint64_t size : sizes) {
+          if (size % lbs != 0) {
+            return Status::Runtime("block size or alignment " + std::to_string(size) +
+                                   " is not a multiple of the logical block size " +
+                                   std::to_string(lbs) + " of '" + path + "' (direct=1)");
+          }
         }
       }
       if (region_offset_ % lbs != 0) {

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -167,6 +168,23 @@ Status ParseUint(std::string_view text, uint64_t* value) {
     return Status::Usage("bad integer '" + std::string(text) + "'");
   }
   *value = number;
+  return Status::Ok();
+}
+
+Status ParseDecimal(std::string_view text, double* value) {
+  size_t digits = 0, dots = 0;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.') {
+      ++dots;
+    } else {
+      digits = 0;
+      break;
+    }
+  }
+  if (digits == 0 || dots > 1) return Status::Usage("bad number '" + std::string(text) + "'");
+  *value = std::strtod(std::string(text).c_str(), nullptr);
   return Status::Ok();
 }
 

@@ -35,6 +35,10 @@ Status ParseBool(std::string_view text, bool* value);
 // Parses a non-negative decimal or 0x-hex integer without suffix.
 Status ParseUint(std::string_view text, uint64_t* value);
 
+// Parses a non-negative decimal number ("1.2", "99.95", "5"); no exponent,
+// no sign, no suffix.
+Status ParseDecimal(std::string_view text, double* value);
+
 }  // namespace blkgen
 
 #endif  // BLKGEN_UNITS_H_

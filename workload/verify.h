@@ -1,0 +1,47 @@
+// Block verification (fio's verify=crc32c, with blkgen's own header): every
+// block a verify job writes starts with a 32-byte header, little-endian:
+//   magic "BLKV" (u32) | crc32c (u32) | offset (u64) | length (u32) |
+//   job index (u32) | generation (u64)
+// The CRC-32C (Castagnoli, reflected, init and final xor ~0) covers the block
+// from byte 8 to its end, header fields included, so any changed byte,
+// misplaced block (offset), short block (length) or stale block (job,
+// generation: the writer's sequence number of the write) shows.
+// crc32c uses SSE4.2's crc32 instruction when the CPU has it, a table else.
+// Thread-safety: pure functions.
+#ifndef BLKGEN_VERIFY_H_
+#define BLKGEN_VERIFY_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace blkgen {
+
+inline constexpr uint32_t kVerifyMagic = 0x564b4c42;  // "BLKV" little-endian
+inline constexpr uint32_t kVerifyHeaderBytes = 32;
+
+uint32_t Crc32c(const uint8_t* data, size_t n);
+
+// What a block header says, or should say.
+struct BlockIdentity {
+  uint32_t magic = 0;
+  uint32_t crc32c = 0;  // expected: computed over the data; found: stored
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint32_t job = 0;
+  uint64_t generation = 0;
+};
+
+// Writes the header of a block of `length` bytes at `buf` (the rest of the
+// block is left as it is) and its CRC. REQUIRES: length >= kVerifyHeaderBytes.
+void StampBlock(uint8_t* buf, uint32_t length, uint64_t offset, uint32_t job, uint64_t generation);
+
+// Checks the block read into `buf`. `expected` holds offset and length, and
+// job and generation when `check_writer` (the reader knows who wrote it
+// last). On a mismatch fills *found (and the computed CRC into
+// expected_out->crc32c) and returns false.
+bool CheckBlock(const uint8_t* buf, uint32_t length, const BlockIdentity& expected,
+                bool check_writer, BlockIdentity* expected_out, BlockIdentity* found);
+
+}  // namespace blkgen
+
+#endif  // BLKGEN_VERIFY_H_

@@ -1,0 +1,57 @@
+#include "verify.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace blkgen {
+namespace {
+
+TEST(VerifyTest, Crc32cCheckValue) {
+  // The CRC-32C check value (RFC 3720 appendix, "123456789").
+  const char* text = "123456789";
+  EXPECT_EQ(Crc32c(reinterpret_cast<const uint8_t*>(text), 9), 0xe3069283u);
+  std::vector<uint8_t> zeros(32, 0);
+  EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8a9136aau);  // RFC 3720 B.4
+}
+
+TEST(VerifyTest, StampedBlockChecksAndEveryChangeShows) {
+  std::vector<uint8_t> block(4096);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 7);
+  StampBlock(block.data(), 4096, 8192, 3, 17);
+  BlockIdentity expected;
+  expected.offset = 8192;
+  expected.job = 3;
+  expected.generation = 17;
+  BlockIdentity want, found;
+  EXPECT_TRUE(CheckBlock(block.data(), 4096, expected, true, &want, &found));
+
+  const struct {
+    const char* what;
+    size_t byte;  // flipped
+  } flips[] = {{"magic", 0}, {"crc", 5},         {"offset", 9}, {"length", 16},
+               {"job", 20},  {"generation", 24}, {"data", 4000}};
+  for (const auto& f : flips) {
+    std::vector<uint8_t> bad = block;
+    bad[f.byte] ^= 1;
+    EXPECT_FALSE(CheckBlock(bad.data(), 4096, expected, true, &want, &found)) << f.what;
+  }
+  // A stale block: right place, older generation.
+  BlockIdentity newer = expected;
+  newer.generation = 18;
+  EXPECT_FALSE(CheckBlock(block.data(), 4096, newer, true, &want, &found));
+  EXPECT_EQ(want.generation, 18u);
+  EXPECT_EQ(found.generation, 17u);
+  // Without the writer known, job and generation are not checked.
+  EXPECT_TRUE(CheckBlock(block.data(), 4096, newer, false, &want, &found));
+  // A block read at another offset.
+  BlockIdentity elsewhere = expected;
+  elsewhere.offset = 0;
+  EXPECT_FALSE(CheckBlock(block.data(), 4096, elsewhere, false, &want, &found));
+  EXPECT_EQ(found.offset, 8192u);
+  EXPECT_EQ(want.offset, 0u);
+}
+
+}  // namespace
+}  // namespace blkgen
