@@ -44,6 +44,11 @@ deps:
 	else \
 	    echo "deps: all $(words $(DEB_PACKAGES)) packages present"; \
 	fi
+	@# libvirtd needs the QEMU user that Debian's libvirt-daemon-system would
+	@# create; blklab does not install that package (it pulls in systemd).
+	@getent passwd libvirt-qemu >/dev/null || \
+	    useradd --system --no-create-home --home-dir /var/lib/libvirt \
+	        --shell /usr/sbin/nologin --user-group libvirt-qemu
 
 qemu: deps
 	qemu-patches/build-qemu.sh

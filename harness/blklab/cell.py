@@ -38,6 +38,15 @@ class CellContext:
     accel: str
     mode: str
     icount_shift: int = 0
+    backend: str = "direct"  # "direct" (QEMU as a child process) or "libvirt"
+    libvirt_uri: str = "qemu:///system"
+
+    def make_vm(self, config: VMConfig):
+        if self.backend == "libvirt":
+            from blklab.libvirt_vm import LibvirtVM
+
+            return LibvirtVM(config, self.libvirt_uri)
+        return VM(config)
 
 
 def cell_json_path(run_dir: Path, cell_id: str) -> Path:
@@ -103,8 +112,9 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) ->
     vm_error = None
     started = time.monotonic()
     try:
-        vm = VM(config)
+        vm = ctx.make_vm(config)
         result.host["qemu_cmdline"] = vm.cmd
+        result.host["backend"] = ctx.backend
         with vm:
             vm.wait(scenario.timeout_s)
     except VMError as e:

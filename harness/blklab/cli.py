@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=_positive, help="cells run in parallel (default: cores)")
     r.add_argument("--out", type=Path, help="run directory (default results/<scenario>/<run-id>)")
     r.add_argument("--no-report", action="store_true", help="do not write report.html")
+    r.add_argument("--backend", choices=("direct", "libvirt"), default="direct",
+                   help="start QEMU directly (default) or as transient libvirt domains")
+    r.add_argument("--connect", default="qemu:///system", metavar="URI",
+                   help="libvirt URI for --backend libvirt (default qemu:///system)")
+    r.add_argument("--cluster", metavar="ADDRESS",
+                   help="run cells on a Dask cluster, e.g. tcp://host:8786 (default: locally)")
 
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
@@ -85,7 +91,9 @@ def _write_report(run: runner.Run, outcomes: list[expectations.Outcome],
 def _run(args: argparse.Namespace) -> int:
     s = scenario_mod.load(args.scenario)
     options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
-                                repeats=args.repeats, results_root=_results_root(args))
+                                repeats=args.repeats, results_root=_results_root(args),
+                                backend=args.backend, libvirt_uri=args.connect,
+                                cluster=args.cluster)
     run_dir, cells = runner.run(s, options)
     print(table.render(cells))
     outcomes = expectations.evaluate(s.expectations, cells)

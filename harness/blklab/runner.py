@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import __version__, accel as accel_mod, paths
+from blklab import __version__, accel as accel_mod, cluster as cluster_mod, paths
 from blklab.cell import CellContext, cell_json_path, failed_result, run_cell
 from blklab.errors import BlklabError
-from blklab.results import load_cell, validate, write_atomic
+from blklab.results import CellResult, load_cell, validate, write_atomic, write_atomic_bytes
 from blklab.scenario import Cell, Scenario
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ class RunOptions:
     repeats: int | None = None
     icount_shift: int = 0
     results_root: Path | None = None
+    backend: str = "direct"
+    libvirt_uri: str = "qemu:///system"
+    cluster: str | None = None  # a Dask scheduler address; None: a local pool
 
 
 def host_info() -> dict[str, Any]:
@@ -116,6 +119,20 @@ class Progress:
             self._bar = None
 
 
+def _run_local(todo: list[Cell], scenario: Scenario, ctx: CellContext, run_dir: Path,
+               jobs: int, record) -> None:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
+        for fut in as_completed(futures):
+            cell = futures[fut]
+            try:
+                result = fut.result()
+            except Exception as e:  # a harness fault fails this cell only
+                log.exception("cell %s: harness error", cell.id)
+                result = failed_result(cell, scenario, ctx, f"harness error: {e}")
+            record(cell, result, {})
+
+
 def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, Any]]]:
     """Run every cell not already done; return the run directory and every
     cell's result, in cell order."""
@@ -159,6 +176,9 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "devmodel": None,
         "cells": [c.id for c in cells],
         "host": host_info(),
+        "backend": options.backend,
+        # Which host ran which cell is in each cell's host.hostname / host.worker.
+        "cluster": cluster_mod.cluster_info(options.cluster) if options.cluster else None,
     }
     write_atomic(run_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(run_dir / SCENARIO_COPY, scenario.path.read_text())
@@ -173,22 +193,24 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
               file=sys.stderr)
 
     ctx = CellContext(qemu=qemu, image_dir=image_dir, image=image, accel=accel, mode=mode,
-                      icount_shift=options.icount_shift)
-    jobs = options.jobs or os.cpu_count() or 1
+                      icount_shift=options.icount_shift, backend=options.backend,
+                      libvirt_uri=options.libvirt_uri)
     progress = Progress(len(todo))
+
+    def record(cell: Cell, result: CellResult, files: dict[str, bytes]) -> None:
+        for rel, blob in files.items():
+            dest = run_dir / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic_bytes(dest, blob)
+        validate(json.loads(result.to_json()))
+        write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
+        progress.cell_finished(cell.id, result.status, result.host.get("wall_seconds", 0.0))
+
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
-            for fut in as_completed(futures):
-                cell = futures[fut]
-                try:
-                    result = fut.result()
-                except Exception as e:  # a harness fault fails this cell only
-                    log.exception("cell %s: harness error", cell.id)
-                    result = failed_result(cell, scenario, ctx, f"harness error: {e}")
-                validate(json.loads(result.to_json()))
-                write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
-                progress.cell_finished(cell.id, result.status, result.host["wall_seconds"])
+        if options.cluster:
+            cluster_mod.run_on_cluster(options.cluster, todo, scenario, ctx, run_dir, record)
+        else:
+            _run_local(todo, scenario, ctx, run_dir, options.jobs or os.cpu_count() or 1, record)
     finally:
         progress.close()
 

@@ -32,8 +32,7 @@ def _rows(cells: list[dict[str, Any]]) -> dict[str, list[tuple[str, ...]]]:
 def render(cells: list[dict[str, Any]]) -> str:
     out = []
     for title, rows in _rows(cells).items():
-        widths = [max(len(HEADER[i]), *(len(r[i]) for r in rows if i < len(r) and
-                                         not (r[3] == "FAILED" and i == 7)))
+        widths = [max([len(HEADER[i])] + [len(r[i]) for r in rows if r[3] != "FAILED"])
                   for i in range(len(HEADER))]
         out.append(f"== {title}")
         out.append("  ".join(h.ljust(w) if i < 3 else h.rjust(w)

@@ -12,10 +12,12 @@ VMError carrying the command line and the console log.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -29,8 +31,13 @@ from blklab.scenario import Device
 log = logging.getLogger(__name__)
 
 RESULTS_PORT = "org.blklab.results"
+# Fixed PCI slots, so that the guest sees the same topology whichever
+# backend starts QEMU (libvirt places its own devices from slot 2 up).
+PCI_SLOT_RESULTS = 3  # virtio-serial-pci carrying the results port
+PCI_SLOT_DISK = 4  # nvme, or ich9-ahci for ahci-hd
 # Fixed RTC start for deterministic mode: the guest never sees the host date.
 DETERMINISTIC_RTC_BASE = "2020-01-01T00:00:00"
+DETERMINISTIC_RTC_BASE_EPOCH = 1577836800  # the same instant, in seconds since 1970 (UTC)
 
 
 @dataclass
@@ -84,7 +91,7 @@ class VMConfig:
             "-chardev", f"file,id=console,path={_opt(self.console_log)}",
             "-serial", "chardev:console",
             "-qmp", f"unix:{_opt(self.qmp_path)},server=on,wait=off",
-            "-device", "virtio-serial-pci,id=vser0,ioeventfd=off",
+            "-device", f"virtio-serial-pci,id=vser0,addr={PCI_SLOT_RESULTS:#x},ioeventfd=off",
             "-chardev", f"file,id=results,path={_opt(self.results_path)}",
             "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
         ]
@@ -107,7 +114,7 @@ class VMConfig:
                        "-blockdev", "driver=raw,node-name=disk0,file=file0"]
         serial = f"serial=blklab-{d.name}"[:27]
         if d.kind == "nvme":
-            front = ["-device", f"nvme,drive=disk0,{serial}"]
+            front = ["-device", f"nvme,drive=disk0,addr={PCI_SLOT_DISK:#x},{serial}"]
         else:
             props = f"ide-hd,drive=disk0,{serial}"
             if d.rotation_rate is not None:
@@ -115,8 +122,19 @@ class VMConfig:
             if d.kind == "ide-hd":
                 front = ["-device", props + ",bus=ide.0,unit=0"]
             else:
-                front = ["-device", "ich9-ahci,id=ahci0", "-device", props + ",bus=ahci0.0"]
+                front = ["-device", f"ich9-ahci,id=ahci0,addr={PCI_SLOT_DISK:#x}",
+                         "-device", props + ",bus=ahci0.0"]
         return backend + front
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: end QEMU if the process that started it
+    dies (a killed harness or cluster worker must not leave VMs running)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _opt(value: object) -> str:
@@ -153,7 +171,8 @@ class VM:
         log.debug("launch: %s", shlex.join(self.cmd))
         try:
             self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         preexec_fn=_die_with_parent)
         except OSError as e:
             raise VMError(f"cannot start QEMU: {e}", self.cmd) from e
 

@@ -262,3 +262,36 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
         assert answer == "tcg"
         assert not (tmp_path / "probe.json").exists()
     assert _qemu_processes_using(Path("/tmp/blklab-probe-")) == []
+
+
+def test_every_job_runs_on_the_device(built, tmp_path):
+    scenario = tmp_path / "two.toml"
+    scenario.write_text('[scenario]\nschedulers = ["mq-deadline"]\n' + NVME + """
+[[job]]
+name = "reader"
+rw = "randread"
+bs = "4k"
+iodepth = 8
+ioengine = "io_uring"
+direct = true
+runtime = "1s"
+time_based = true
+[[job]]
+name = "writer"
+rw = "randwrite"
+bs = "64k"
+iodepth = 4
+ioengine = "libaio"
+direct = true
+runtime = "1s"
+time_based = true
+""")
+    out = tmp_path / "run"
+    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (c,) = cells_of(out).values()
+    rows = {(s["job"], s["direction"]): s for s in c["summary"]}
+    assert set(rows) == {("reader", "read"), ("writer", "write")}
+    delta = c["disk_stats"]["delta"]
+    assert delta["read_ios"] > 0 and delta["write_ios"] > 0
+    assert delta["write_sectors"] * 512 >= rows[("writer", "write")]["total_ios"] * 65536

@@ -1,0 +1,207 @@
+"""The libvirt backend: one cell as a transient libvirt domain.
+
+The domain runs blklab's QEMU as its emulator with the guest kernel and
+initramfs as direct boot. Devices libvirt describes natively (the console,
+the results channel, file-backed IDE/SATA disks) are libvirt elements;
+what libvirt has no element for (NVMe with blklab's properties, null
+backends, icount) goes through libvirt's QEMU namespace. The domain is
+transient and destroyed on guest reboot, so it is gone after the cell even
+when the cell fails.
+
+Use like VM:
+
+    with LibvirtVM(config, uri) as vm:
+        vm.wait(timeout_s)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+from blklab.errors import VMError
+from blklab.vm import (DETERMINISTIC_RTC_BASE_EPOCH, PCI_SLOT_DISK, PCI_SLOT_RESULTS, RESULTS_PORT,
+                       VMConfig)
+
+log = logging.getLogger(__name__)
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+DEFAULT_URI = "qemu:///system"
+DISK_ALIAS = "ua-blklab-disk0"  # user aliases start with "ua-"
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    e = ET.SubElement(parent, tag, {k.rstrip("_"): v for k, v in attrs.items()})
+    if text is not None:
+        e.text = text
+    return e
+
+
+def _pci(parent: ET.Element, slot: int) -> None:
+    _sub(parent, "address", type="pci", domain="0x0000", bus="0x00", slot=f"{slot:#04x}",
+         function="0x0")
+
+
+def domain_xml(config: VMConfig, name: str) -> str:
+    """The transient domain for one cell."""
+    ET.register_namespace("qemu", QEMU_NS)
+    dom = ET.Element("domain", {"type": "kvm" if config.accel == "kvm" else "qemu"})
+    _sub(dom, "name", name)
+    _sub(dom, "memory", str(config.memory_mib), unit="MiB")
+    _sub(dom, "vcpu", str(config.vcpus))
+    os_ = _sub(dom, "os")
+    _sub(os_, "type", "hvm", arch="x86_64", machine="pc")
+    _sub(os_, "kernel", str(config.kernel))
+    _sub(os_, "initrd", str(config.initrd))
+    _sub(os_, "cmdline", config.kernel_append())
+    features = _sub(dom, "features")
+    _sub(features, "acpi")
+    if config.accel == "kvm":
+        _sub(dom, "cpu", mode="host-passthrough")
+    else:
+        cpu = _sub(dom, "cpu", mode="custom", match="exact", check="none")
+        _sub(cpu, "model", "qemu64", fallback="forbid")
+    if config.mode == "deterministic":
+        clock = _sub(dom, "clock", offset="absolute", start=str(DETERMINISTIC_RTC_BASE_EPOCH))
+        _sub(clock, "timer", name="rtc", track="guest")
+    else:
+        _sub(dom, "clock", offset="utc")
+    for event in ("on_poweroff", "on_reboot", "on_crash"):
+        _sub(dom, event, "destroy")
+    # Run blklab's QEMU as the daemon's own user: the guest files live in
+    # blklab's cache, and nothing is relabelled.
+    sec = _sub(dom, "seclabel", type="static", model="dac", relabel="no")
+    _sub(sec, "label", "+0:+0")
+
+    dev = _sub(dom, "devices")
+    _sub(dev, "emulator", str(config.qemu))
+    serial = _sub(dev, "serial", type="file")
+    _sub(serial, "source", path=str(config.console_log))
+    _sub(serial, "target", port="0")
+    chan = _sub(dev, "channel", type="file")
+    _sub(chan, "source", path=str(config.results_path))
+    _sub(chan, "target", type="virtio", name=RESULTS_PORT)
+    vser = _sub(dev, "controller", type="virtio-serial", index="0")
+    _pci(vser, PCI_SLOT_RESULTS)
+    _sub(dev, "controller", type="usb", model="none")
+    _sub(dev, "memballoon", model="none")
+
+    qemu_args: list[str] = []
+    overrides: list[tuple[str, str, str]] = []  # (property, type, value) of the disk
+    if config.mode == "deterministic":
+        qemu_args += ["-icount", f"shift={config.icount_shift},sleep=off"]
+    d = config.device
+    if d is not None:
+        native = d.kind in ("ide-hd", "ahci-hd") and d.backing == "file"
+        if native:
+            disk = _sub(dev, "disk", type="file", device="disk")
+            _sub(disk, "driver", name="qemu", type="raw")
+            _sub(disk, "source", file=str(config.backing_path))
+            _sub(disk, "target", dev="sda" if d.kind == "ahci-hd" else "hda",
+                 bus="sata" if d.kind == "ahci-hd" else "ide")
+            _sub(disk, "serial", f"blklab-{d.name}"[:20])
+            _sub(disk, "alias", name=DISK_ALIAS)
+            if d.rotation_rate is not None:
+                # libvirt's <target rotation_rate> needs a QEMU with scsi-hd;
+                # the QEMU namespace sets the ide-hd property directly.
+                overrides.append(("rotation_rate", "unsigned", str(d.rotation_rate)))
+            if d.kind == "ahci-hd":
+                _pci(_sub(dev, "controller", type="sata", index="0"), PCI_SLOT_DISK)
+        else:
+            qemu_args += config._device_args(d)
+    if qemu_args:
+        cmdline = ET.SubElement(dom, f"{{{QEMU_NS}}}commandline")
+        for a in qemu_args:
+            ET.SubElement(cmdline, f"{{{QEMU_NS}}}arg", {"value": a})
+    if overrides:
+        over = ET.SubElement(dom, f"{{{QEMU_NS}}}override")
+        front = ET.SubElement(ET.SubElement(over, f"{{{QEMU_NS}}}device", {"alias": DISK_ALIAS}),
+                              f"{{{QEMU_NS}}}frontend")
+        for name, kind, value in overrides:
+            ET.SubElement(front, f"{{{QEMU_NS}}}property",
+                          {"name": name, "type": kind, "value": value})
+    ET.indent(dom)
+    return ET.tostring(dom, encoding="unicode") + "\n"
+
+
+class LibvirtVM:
+    """One transient domain; the same interface as vm.VM."""
+
+    POLL_S = 0.2
+
+    def __init__(self, config: VMConfig, uri: str = DEFAULT_URI):
+        self.config = config
+        self.uri = uri
+        self.name = f"blklab-{uuid.uuid4().hex[:12]}"
+        self.xml = domain_xml(config, self.name)
+        self.cmd = ["libvirt", uri, self.name]
+        self._conn = None
+        self._dom = None
+
+    def __enter__(self) -> "LibvirtVM":
+        self.launch()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def console(self) -> str:
+        try:
+            return self.config.console_log.read_text(errors="replace")
+        except (FileNotFoundError, PermissionError):
+            return ""
+
+    def launch(self) -> None:
+        import libvirt
+
+        c = self.config
+        c.workdir.mkdir(parents=True, exist_ok=True)
+        for p in (c.console_log, c.results_path):
+            p.unlink(missing_ok=True)
+        (c.workdir / "domain.xml").write_text(self.xml)
+        try:
+            self._conn = libvirt.open(self.uri)
+            self._dom = self._conn.createXML(self.xml, 0)
+        except libvirt.libvirtError as e:
+            self._close()
+            raise VMError(f"libvirt could not start the domain: {e}", self.cmd) from e
+
+    def _active(self) -> bool:
+        import libvirt
+
+        try:
+            return bool(self._dom.isActive())
+        except libvirt.libvirtError:
+            return False  # a transient domain is gone once it stops
+
+    def wait(self, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while self._active():
+            if time.monotonic() > deadline:
+                self.shutdown()
+                raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
+                              self.console())
+            time.sleep(self.POLL_S)
+        return 0
+
+    def shutdown(self, grace_s: float = 5.0) -> None:
+        import libvirt
+
+        try:
+            if self._dom is not None and self._active():
+                try:
+                    self._dom.destroy()
+                except libvirt.libvirtError as e:
+                    log.debug("destroy %s: %s", self.name, e)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception as e:  # closing a broken connection must not mask the result
+                log.debug("closing libvirt connection: %s", e)
+            self._conn = None
