@@ -58,10 +58,11 @@ class JobBundle:
     tunables: tuple[tuple[str, str], ...]  # (path under queue/, value)
     workload_args: tuple[str, ...]
     blktrace: bool = False
+    fault: str = "none"
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
-                 blktrace: bool = False) -> "JobBundle":
+                 blktrace: bool = False, fault: str = "none") -> "JobBundle":
         args: list[str] = []
         for job in jobs:
             args += job.args()
@@ -70,7 +71,7 @@ class JobBundle:
         if workload == "fio":
             args.append("--eta=never")
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
-                   tuple(cell.tunables()), tuple(args), blktrace)
+                   tuple(cell.tunables()), tuple(args), blktrace, fault)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -83,6 +84,7 @@ class JobBundle:
             "BLKLAB_SCHEDULER": self.scheduler,
             "BLKLAB_WORKLOAD": self.workload,
             "BLKLAB_BLKTRACE": "1" if self.blktrace else "0",
+            "BLKLAB_FAULT": self.fault,
         }
         for value in list(env.values()) + [v for t in self.tunables for v in t] + list(
                 self.workload_args):

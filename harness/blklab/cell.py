@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel
+from blklab import channel, paths
 from blklab.bundle import JobBundle
 from blklab.errors import VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
@@ -83,28 +84,43 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
 
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
-    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs)
+    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
+                                scenario.fault)
     return CellResult(cell_id=cell.id, status="failed", error=error,
                       request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
                       host={"qemu_cmdline": [], "wall_seconds": 0.0})
 
 
-def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) -> CellResult:
-    workdir = run_dir / "cells" / cell.id
-    workdir.mkdir(parents=True, exist_ok=True)
-    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace)
-    initrd = workdir / "initrd.cpio"
+def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext
+             ) -> tuple[CellResult, dict[str, bytes]]:
+    """Run one cell in a private scratch directory (the initramfs copy, the
+    backing file, the channel) and return its result and the files to keep
+    beside it, keyed by their path relative to the run directory."""
+    scratch_root = paths.cache_dir() / "scratch"
+    scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="cell-", dir=scratch_root))
+    try:
+        return _run_cell_in(cell, scenario, ctx, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
+                 ) -> tuple[CellResult, dict[str, bytes]]:
+    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
+                                scenario.fault)
+    initrd = scratch / "initrd.cpio"
     with open(initrd, "wb") as out, open(ctx.image_dir / "initramfs.cpio", "rb") as base:
         shutil.copyfileobj(base, out, 1 << 20)
         out.write(bundle.cpio())
     backing = None
     if cell.device.backing == "file":
-        backing = workdir / "disk.raw"
+        backing = scratch / "disk.raw"
         with open(backing, "wb") as f:
             f.truncate(cell.device.size_bytes)
 
     config = VMConfig(
-        qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=workdir,
+        qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
         mode=ctx.mode, icount_shift=ctx.icount_shift, device=cell.device, backing_path=backing)
     result = CellResult(cell_id=cell.id, status="failed", error=None,
@@ -121,9 +137,6 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) ->
         vm_error = str(e)
     finally:
         result.host["wall_seconds"] = round(time.monotonic() - started, 3)
-        initrd.unlink(missing_ok=True)
-        if backing is not None:
-            backing.unlink(missing_ok=True)
 
     try:
         blob = config.results_path.read_bytes()
@@ -131,18 +144,31 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext, run_dir: Path) ->
         blob = b""
     data = channel.parse(blob)
     _fill_from_guest(result, data)
-    result.files["console_log"] = str(config.console_log.relative_to(run_dir))
-    result.files["cmdline"] = str((workdir / "cmdline.txt").relative_to(run_dir))
+
+    keep: dict[str, bytes] = {}
+    rel_dir = f"cells/{cell.id}"
+    for name in ("console.log", "cmdline.txt", "domain.xml"):
+        try:
+            keep[f"{rel_dir}/{name}"] = (scratch / name).read_bytes()
+        except FileNotFoundError:
+            pass
     for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log"):
         if data.files.get(name):
-            (workdir / name).write_bytes(data.files[name])
-            result.files[name] = str((workdir / name).relative_to(run_dir))
+            keep[f"{rel_dir}/{name}"] = data.files[name]
+    result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel
+                    for rel in keep}
+    console = keep.get(f"{rel_dir}/console.log", b"").decode(errors="replace")
 
-    result.error = _failure(cell, result, data, vm_error)
+    result.error = _failure(cell, result, data, vm_error, console)
     result.status = "failed" if result.error else "ok"
     if result.error:
         log.warning("cell %s failed: %s", cell.id, result.error)
-    return result
+    return result, keep
+
+
+# Names under which a cell's JSON refers to its kept files.
+KEPT_FILE_KEYS = {"console.log": "console_log", "cmdline.txt": "cmdline",
+                  "domain.xml": "domain_xml"}
 
 
 def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
@@ -183,10 +209,14 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
 
 
 def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
-             vm_error: str | None) -> str | None:
+             vm_error: str | None, console: str) -> str | None:
     """The reason the cell failed, or None."""
     if data.status == "fail":
         return f"guest: {data.reason}"
+    panic = next((line.strip() for line in console.splitlines()
+                  if "Kernel panic - not syncing" in line), None)
+    if panic is not None and data.status != "ok":
+        return f"guest kernel panic: {panic.split('] ', 1)[-1]}"
     if vm_error:
         return vm_error
     if data.status != "ok":

@@ -101,8 +101,10 @@ def _run(args: argparse.Namespace) -> int:
     if not args.no_report:
         print(f"report: {_write_report(runner.load_run(run_dir), outcomes)}")
     failed = [c for c in cells if c["status"] != "ok"]
-    print(f"results: {run_dir} ({len(cells) - len(failed)} ok, {len(failed)} failed)")
-    return 1 if failed else 0
+    missing = len(s.cells()) - len(cells)
+    print(f"results: {run_dir} ({len(cells) - len(failed)} ok, {len(failed)} failed"
+          + (f", {missing} without results" if missing else "") + ")")
+    return 1 if failed or missing else 0
 
 
 def main(argv: list[str] | None = None) -> int:

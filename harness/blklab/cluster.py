@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import socket
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from blklab import paths
@@ -76,20 +73,14 @@ def run_cell_remote(cell: Cell, scenario: Scenario, inputs: RemoteInputs) -> Rem
         result.host["hostname"] = socket.gethostname()
         result.host["worker"] = worker
         return RemoteResult(result.to_json(), {}, worker)
-    tmp = Path(tempfile.mkdtemp(prefix="blklab-worker-"))
-    try:
-        result = run_cell(cell, scenario, ctx, tmp)
-        result.host["hostname"] = socket.gethostname()
-        result.host["worker"] = worker
-        files = {rel: (tmp / rel).read_bytes() for rel in result.files.values()
-                 if (tmp / rel).is_file()}
-        return RemoteResult(result.to_json(), files, worker)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    result, files = run_cell(cell, scenario, ctx)
+    result.host["hostname"] = socket.gethostname()
+    result.host["worker"] = worker
+    return RemoteResult(result.to_json(), files, worker)
 
 
 def run_on_cluster(address: str, cells: list[Cell], scenario: Scenario, ctx: CellContext,
-                   run_dir: Path, on_result: Callable[[Cell, CellResult, dict[str, bytes]], None]
+                   run_id: str, on_result: Callable[[Cell, CellResult, dict[str, bytes]], None]
                    ) -> None:
     """Submit every cell to the cluster at `address` and hand each result
     to on_result as it arrives."""
@@ -100,7 +91,7 @@ def run_on_cluster(address: str, cells: list[Cell], scenario: Scenario, ctx: Cel
                           qemu_cache_key=_qemu_cache_key(ctx))
     with Client(address, timeout="30s") as client:
         futures = {client.submit(run_cell_remote, c, scenario, inputs, pure=False,
-                                 key=f"blklab-{run_dir.name}-{c.id}-{id(c)}"): c
+                                 key=f"blklab-{run_id}-{c.id}-{id(c)}"): c
                    for c in cells}
         for fut in as_completed(futures):
             cell = futures[fut]

@@ -119,18 +119,18 @@ class Progress:
             self._bar = None
 
 
-def _run_local(todo: list[Cell], scenario: Scenario, ctx: CellContext, run_dir: Path,
-               jobs: int, record) -> None:
+def _run_local(todo: list[Cell], scenario: Scenario, ctx: CellContext, jobs: int,
+               record) -> None:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_cell, c, scenario, ctx, run_dir): c for c in todo}
+        futures = {pool.submit(run_cell, c, scenario, ctx): c for c in todo}
         for fut in as_completed(futures):
             cell = futures[fut]
             try:
-                result = fut.result()
+                result, files = fut.result()
             except Exception as e:  # a harness fault fails this cell only
                 log.exception("cell %s: harness error", cell.id)
-                result = failed_result(cell, scenario, ctx, f"harness error: {e}")
-            record(cell, result, {})
+                result, files = failed_result(cell, scenario, ctx, f"harness error: {e}"), {}
+            record(cell, result, files)
 
 
 def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, Any]]]:
@@ -198,19 +198,26 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     progress = Progress(len(todo))
 
     def record(cell: Cell, result: CellResult, files: dict[str, bytes]) -> None:
-        for rel, blob in files.items():
-            dest = run_dir / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic_bytes(dest, blob)
+        """Keep a cell's logs and then its JSON. A write that fails (a full
+        disk) loses only this cell: it has no JSON, so a rerun runs it."""
         validate(json.loads(result.to_json()))
-        write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
-        progress.cell_finished(cell.id, result.status, result.host.get("wall_seconds", 0.0))
+        status = result.status
+        try:
+            for rel, blob in files.items():
+                write_atomic_bytes(run_dir / rel, blob)
+            write_atomic(cell_json_path(run_dir, cell.id), result.to_json())
+        except OSError as e:
+            log.error("cell %s: cannot write its results: %s", cell.id, e)
+            print(f"cell {cell.id}: cannot write its results to {run_dir}: {e.strerror}",
+                  file=sys.stderr)
+            status = "unrecorded"
+        progress.cell_finished(cell.id, status, result.host.get("wall_seconds", 0.0))
 
     try:
         if options.cluster:
-            cluster_mod.run_on_cluster(options.cluster, todo, scenario, ctx, run_dir, record)
+            cluster_mod.run_on_cluster(options.cluster, todo, scenario, ctx, run_id, record)
         else:
-            _run_local(todo, scenario, ctx, run_dir, options.jobs or os.cpu_count() or 1, record)
+            _run_local(todo, scenario, ctx, options.jobs or os.cpu_count() or 1, record)
     finally:
         progress.close()
 

@@ -24,6 +24,9 @@ BACKINGS = ("null", "file")
 MODES = ("deterministic", "realtime")
 FLAVOURS = ("amd64", "cloud-amd64", "rt-amd64")
 WORKLOADS = ("blkgen", "fio")
+# Faults the guest injects on purpose once its workload runs, to test
+# blklab itself: a kernel panic, or a guest that never finishes.
+FAULTS = ("none", "guest-panic", "guest-hang")
 
 # Job options blklab sets itself for every cell.
 RESERVED_JOB_OPTIONS = ("filename", "output", "output-format", "eta")
@@ -132,6 +135,7 @@ class Scenario:
     sha256: str
     expectations: list[Expectation] = field(default_factory=list)
     blktrace: bool = False  # trace each cell's workload with blktrace and report btt figures
+    fault: str = "none"  # one of FAULTS
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
     def cells(self) -> list[Cell]:
@@ -421,6 +425,7 @@ def load(path: str | Path) -> Scenario:
     timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
+    fault = s.choice("fault", FAULTS, "none")
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
@@ -458,7 +463,7 @@ def load(path: str | Path) -> Scenario:
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
-        blktrace=blktrace)
+        blktrace=blktrace, fault=fault)
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:

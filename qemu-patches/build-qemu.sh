@@ -1,0 +1,436 @@
+#!/usr/bin/env bash
+# Builds qemu-system-x86_64, qemu-img and the disk qtests from Debian's qemu
+# source package plus the patches in qemu-patches/series, caches the result
+# in ${BLKLAB_CACHE:-~/.cache/blklab}/qemu/<key>/ and points build/qemu at it.
+# <key> hashes the source and firmware versions, the series and this script;
+# a cached entry is reused without network access.
+#
+# Usage: build-qemu.sh              build or reuse, then link build/qemu
+#        build-qemu.sh --extract DIR
+#                                   unpack the patched source into DIR as a git
+#                                   tree (one commit per patch) and stop
+# Environment: BLKLAB_CACHE, BLKLAB_BUILD (default <repo>/build),
+#   BLKLAB_JOBS (default: nproc), BLKLAB_APT_REFRESH=1 (re-read the archive
+#   indices), BLKLAB_VERBOSE=1 (show configure and compiler output).
+set -euo pipefail
+
+# Debian's python3 and meson; the python3 first on PATH may be another build.
+export PATH="/usr/bin:/bin:$PATH"
+export LC_ALL=C
+
+patch_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+self="$patch_dir/$(basename "${BASH_SOURCE[0]}")"
+repo_root=$(dirname "$patch_dir")
+cache_root=$(realpath -m "${BLKLAB_CACHE:-$HOME/.cache/blklab}/qemu")
+link_dir=$(realpath -m "${BLKLAB_BUILD:-$repo_root/build}")
+jobs="${BLKLAB_JOBS:-$(nproc)}"
+apt_dir="$cache_root/apt"
+download_dir="$cache_root/downloads"
+
+# Part of the cache key (this file is hashed). --prefix and --with-pkgversion
+# are added per build.
+configure_flags=(
+    --target-list=x86_64-softmmu
+    --without-default-features
+    --without-default-devices
+    --with-devices-x86_64=blklab
+    --enable-kvm
+    --enable-tools
+    --enable-linux-io-uring
+    --disable-user
+    --disable-docs
+    --disable-werror
+    --disable-debug-info
+    --disable-install-blobs
+)
+build_targets=(
+    qemu-system-x86_64
+    qemu-img
+    tests/qtest/qos-test
+    tests/qtest/ide-test
+    tests/qtest/ahci-test
+)
+# Firmware QEMU loads at run time, as package:path from Debian's binary
+# packages: SeaBIOS, the VGA BIOS, and the ROMs of the NICs "pc" and "q35"
+# add by default.
+firmware_packages=(seabios ipxe-qemu)
+firmware_files=(
+    seabios:/usr/share/seabios/bios-256k.bin
+    seabios:/usr/share/seabios/vgabios-stdvga.bin
+    ipxe-qemu:/usr/lib/ipxe/qemu/efi-e1000.rom
+    ipxe-qemu:/usr/lib/ipxe/qemu/efi-e1000e.rom
+)
+# pc-bios/optionrom outputs, built with Debian's debian/optionrom.mak (QEMU's
+# own rule needs a 32-bit libgcc); "-M pc -kernel" loads linuxboot_dma.bin
+# and kvmvapic.bin.
+option_roms=(linuxboot.bin linuxboot_dma.bin kvmvapic.bin multiboot.bin
+             multiboot_dma.bin pvh.bin)
+
+log() { printf 'build-qemu: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+apt_opts=(
+    -o "Dir::Etc::SourceList=$apt_dir/sources.list"
+    -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
+    -o "Dir::State::Lists=$apt_dir/lists"
+    -o "Dir::Cache=$apt_dir/cache"
+    # Kept on disk (the system may disable them) so a cached run takes
+    # a fraction of a second per apt call.
+    -o Dir::Cache::pkgcache=pkgcache.bin
+    -o Dir::Cache::srcpkgcache=srcpkgcache.bin
+)
+if [[ $EUID -eq 0 ]]; then
+    # The _apt user cannot read a cache under /root; say so instead of
+    # letting apt warn about it on every download.
+    apt_opts+=(-o APT::Sandbox::User=root)
+fi
+
+# Prints the enabled Debian entries of the machine's apt sources as
+# "deb + deb-src" entries: one-line entries first, then a line "--", then
+# deb822 stanzas. A Debian entry is one whose suite is the release codename
+# or one of its -updates/-security/-backports suites.
+derive_sources() {
+    local codename suite_re f
+    # shellcheck source=/dev/null
+    codename=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
+    [[ -n $codename ]] || die "no VERSION_CODENAME in /etc/os-release"
+    suite_re="^${codename}(-updates|-security|-backports|-proposed-updates)?\$"
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [[ -f $f ]] || continue
+        awk -v re="$suite_re" '
+            /^[ \t]*deb[ \t]/ {
+                line = $0
+                sub(/#.*/, "", line)
+                sub(/[ \t]+$/, "", line)
+                sub(/^[ \t]*deb[ \t]+/, "", line)
+                opts = ""
+                if (line ~ /^\[/) {
+                    end = index(line, "]")
+                    opts = substr(line, 1, end) " "
+                    line = substr(line, end + 1)
+                }
+                sub(/^[ \t]+/, "", line)
+                n = split(line, w, /[ \t]+/)
+                if (n < 2 || w[2] !~ re) next
+                rest = ""
+                for (i = 3; i <= n; i++) rest = rest " " w[i]
+                print "deb " opts w[1] " " w[2] rest
+                print "deb-src " opts w[1] " " w[2] rest
+            }' "$f"
+    done
+    echo "--"
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        awk -v re="$suite_re" '
+            BEGIN { RS = ""; FS = "\n" }
+            {
+                types = ""; suites = ""; enabled = "yes"; body = ""; keep = 1
+                for (i = 1; i <= NF; i++) {
+                    l = $i
+                    if (l ~ /^#/) continue
+                    if (l ~ /^[ \t]/) { if (keep) body = body l "\n"; continue }
+                    k = tolower(l); sub(/:.*/, "", k)
+                    v = l; sub(/^[^:]*:[ \t]*/, "", v)
+                    keep = 0
+                    if (k == "types") types = v
+                    else if (k == "suites") suites = v
+                    else if (k == "enabled") enabled = tolower(v)
+                    else { keep = 1; body = body l "\n" }
+                }
+                if (enabled == "no" || (" " types " ") !~ /[ \t]deb[ \t]/) next
+                kept = ""
+                n = split(suites, s, /[ \t]+/)
+                for (j = 1; j <= n; j++)
+                    if (s[j] ~ re) kept = kept (kept == "" ? "" : " ") s[j]
+                if (kept == "") next
+                printf "Types: deb deb-src\nSuites: %s\n%s\n", kept, body
+            }' "$f"
+    done
+}
+
+# Writes the private apt configuration and fetches its indices when they are
+# missing, when the derived sources changed, or when BLKLAB_APT_REFRESH=1.
+prepare_apt() {
+    local derived stale=0
+    mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" \
+        "$apt_dir/cache/archives/partial"
+    derived=$(derive_sources)
+    grep -q '^deb\|^Types:' <<<"$derived" ||
+        die "no enabled Debian entries in /etc/apt/sources.list{,.d}"
+    if [[ "$(sed -n '/^--$/q;p' <<<"$derived")" != \
+          "$(cat "$apt_dir/sources.list" 2>/dev/null)" ||
+          "$(sed '0,/^--$/d' <<<"$derived")" != \
+          "$(cat "$apt_dir/sources.list.d/debian.sources" 2>/dev/null)" ]]; then
+        sed -n '/^--$/q;p' <<<"$derived" >"$apt_dir/sources.list"
+        sed '0,/^--$/d' <<<"$derived" >"$apt_dir/sources.list.d/debian.sources"
+        stale=1
+    fi
+    if [[ $stale -eq 1 || ${BLKLAB_APT_REFRESH:-0} == 1 ]] ||
+       ! compgen -G "$apt_dir/lists/*_Sources*" >/dev/null ||
+       ! compgen -G "$apt_dir/lists/*_Packages*" >/dev/null; then
+        log "fetching Debian archive indices into $apt_dir"
+        apt-get "${apt_opts[@]}" -qq update >&2
+    fi
+}
+
+# Sets qemu_version (with epoch), qemu_dsc (file name) and firmware_version
+# from the candidates apt picks.
+resolve_versions() {
+    local line plain v p
+    line=$(apt-get "${apt_opts[@]}" source --print-uris qemu 2>/dev/null |
+           awk '$2 ~ /^qemu_.*\.dsc$/ { print $2; exit }')
+    [[ -n $line ]] || die "apt finds no qemu source package"
+    qemu_dsc=$line
+    plain=${line#qemu_}
+    plain=${plain%.dsc}
+    qemu_version=""
+    while read -r v; do
+        if [[ ${v#*:} == "$plain" ]]; then
+            qemu_version=$v
+            break
+        fi
+    done < <(apt-cache "${apt_opts[@]}" showsrc --only-source qemu |
+             sed -n 's/^Version: //p')
+    [[ -n $qemu_version ]] || die "cannot find version of $qemu_dsc"
+    for p in "${firmware_packages[@]}"; do
+        v=$(apt-cache "${apt_opts[@]}" policy "$p" | sed -n 's/^ *Candidate: //p')
+        [[ -n $v && $v != "(none)" ]] || die "apt finds no $p package"
+        firmware_version[$p]=$v
+    done
+}
+
+# Prints "package=version" for each firmware package.
+firmware_list() {
+    local p
+    for p in "${firmware_packages[@]}"; do
+        printf '%s=%s\n' "$p" "${firmware_version[$p]}"
+    done
+}
+
+series_patches() {
+    sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^$/d' \
+        "$patch_dir/series"
+}
+
+# Sets series_sha256 (series file and every patch it names) and key.
+compute_key() {
+    local p
+    series_sha256=$(
+        {
+            cat "$patch_dir/series"
+            while read -r p; do
+                [[ -f $patch_dir/$p ]] || die "series names missing patch $p"
+                printf '\0%s\0' "$p"
+                cat "$patch_dir/$p"
+            done < <(series_patches)
+        } | sha256sum | cut -d' ' -f1)
+    key=$(
+        {
+            printf 'qemu %s\nseries %s\n' "$qemu_version" "$series_sha256"
+            firmware_list
+            cat "$self"
+        } | sha256sum | cut -c1-16)
+}
+
+point_link() {
+    local entry=$1
+    mkdir -p "$link_dir"
+    ln -sfn "$entry" "$link_dir/.qemu.$$"
+    mv -Tf "$link_dir/.qemu.$$" "$link_dir/qemu"
+    log "$link_dir/qemu -> $entry"
+}
+
+# Downloads (once) and unpacks the source with Debian's own patches applied.
+unpack_source() {
+    local dest=$1
+    mkdir -p "$download_dir"
+    if [[ ! -f $download_dir/$qemu_dsc ]]; then
+        log "downloading Debian source qemu $qemu_version"
+        (cd "$download_dir" &&
+         apt-get "${apt_opts[@]}" -qq source --download-only "qemu=$qemu_version" >&2) ||
+            retry_with_fresh_indices
+    fi
+    # apt has checked the files against the signed archive indices, so
+    # dpkg-source's warning about the unchecked .dsc signature goes to the log.
+    dpkg-source --no-copy -x "$download_dir/$qemu_dsc" "$dest" >>"$build_log" 2>&1
+}
+
+# Downloads (once) and unpacks the firmware packages into one tree.
+unpack_firmware() {
+    local dest=$1 p d debs
+    for p in "${firmware_packages[@]}"; do
+        d="$download_dir/$p/${firmware_version[$p]}"
+        mkdir -p "$d"
+        if ! compgen -G "$d/*.deb" >/dev/null; then
+            (cd "$d" &&
+             apt-get "${apt_opts[@]}" -qq download "$p=${firmware_version[$p]}" >&2) ||
+                retry_with_fresh_indices
+        fi
+        debs=("$d"/*.deb)
+        dpkg-deb -x "${debs[0]}" "$dest"
+    done
+}
+
+# A download fails when the archive has dropped the version named by old
+# indices: fetch new indices and start over (once).
+retry_with_fresh_indices() {
+    [[ ${BLKLAB_APT_REFRESH:-0} != 1 ]] || die "download failed"
+    log "download failed; refreshing the archive indices and starting over"
+    exec 9>&-
+    exec env BLKLAB_APT_REFRESH=1 "$self" "${script_args[@]}"
+}
+
+# Applies the series with patch -p1; each patch must pass checkpatch.pl.
+apply_series() {
+    local src=$1 p
+    while read -r p; do
+        (cd "$src" && perl scripts/checkpatch.pl -q "$patch_dir/$p" >&2) ||
+            die "checkpatch.pl reports errors in $p"
+        patch -d "$src" -p1 --batch --forward --quiet <"$patch_dir/$p" ||
+            die "$p does not apply"
+    done < <(series_patches)
+}
+
+extract_only() {
+    local dest=$1 p
+    [[ ! -e $dest ]] || die "$dest exists"
+    unpack_source "$dest"
+    local git=(git -C "$dest" -c user.name=blklab -c user.email=blklab@localhost)
+    git -C "$dest" init -q
+    "${git[@]}" add -A
+    "${git[@]}" commit -q -m "Debian qemu $qemu_version"
+    "${git[@]}" tag debian-base
+    while read -r p; do
+        "${git[@]}" am -q "$patch_dir/$p" || die "$p does not apply"
+    done < <(series_patches)
+    log "patched source in $dest; base commit tagged debian-base"
+}
+
+write_manifest() {
+    local dest=$1 started=$2
+    /usr/bin/python3 - "$dest/manifest.json" "$key" "$qemu_version" \
+        "$(firmware_list)" "$series_sha256" "$(( $(date +%s) - started ))" \
+        "$("$dest/bin/qemu-system-x86_64" --version | head -n1)" \
+        "$(series_patches)" -- "${all_flags[@]}" <<'EOF'
+import datetime, json, os, sys
+path, key, qemu, firmware, series, secs, ver, patches = sys.argv[1:9]
+manifest = {
+    "schema_version": 1,
+    "cache_key": key,
+    "qemu_source": {"package": "qemu", "version": qemu},
+    "series_sha256": series,
+    "series": [p for p in patches.split("\n") if p],
+    "firmware_packages": dict(l.split("=", 1) for l in firmware.split("\n") if l),
+    "configure_flags": sys.argv[10:],
+    "qemu_version": ver,
+    "build_seconds": int(secs),
+    "built_at": datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%dT%H:%M:%SZ"),
+}
+with open(path + ".tmp", "w") as f:
+    json.dump(manifest, f, indent=2)
+    f.write("\n")
+os.replace(path + ".tmp", path)
+EOF
+}
+
+# Removes the work tree however the build ends.
+on_build_exit() {
+    local rc=$?
+    rm -rf "$work"
+    if [[ $rc -ne 0 ]]; then
+        log "failed; last lines of $build_log:"
+        tail -n 25 "$build_log" >&2
+    fi
+}
+
+build_entry() {
+    local entry=$1 src bld stage started r
+    started=$(date +%s)
+    work=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
+    build_log="$cache_root/logs/$key.log"
+    mkdir -p "$cache_root/logs"
+    : >"$build_log"
+    trap on_build_exit EXIT
+    src="$work/src" bld="$work/build" stage="$work/entry"
+
+    unpack_source "$src"
+    apply_series "$src"
+    unpack_firmware "$work/firmware"
+
+    all_flags=(--prefix="$entry"
+               "--with-pkgversion=Debian $qemu_version, blklab ${series_sha256:0:12}"
+               "${configure_flags[@]}")
+    log "configuring (log: $build_log)"
+    mkdir -p "$bld"
+    (cd "$bld" && run_logged "$src/configure" "${all_flags[@]}")
+    log "building with $jobs jobs (about 5 minutes on an idle 2-core machine)"
+    mkdir -p "$work/optionrom"
+    run_logged make -C "$work/optionrom" -f "$src/debian/optionrom.mak" \
+        SRC_PATH="$src" all
+    run_logged ninja -C "$bld" -j "$jobs" "${build_targets[@]}"
+
+    mkdir -p "$stage/bin" "$stage/qtest" "$stage/share/qemu"
+    install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"
+    install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
+        "$bld/tests/qtest/ahci-test" "$stage/qtest/"
+    for r in "${option_roms[@]}"; do
+        install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
+    done
+    for r in "${firmware_files[@]}"; do
+        install -m 0644 "$work/firmware/${r#*:}" "$stage/share/qemu/"
+    done
+    install -m 0644 "$bld/x86_64-softmmu-config-devices.mak" "$stage/config-devices.mak"
+    # The binaries look for share/qemu under the --prefix they were built with
+    # and, relocated, next to bin/; the entry is renamed to that prefix below.
+    write_manifest "$stage" "$started"
+    mv -T "$stage" "$entry"
+    log "built $entry in $(( $(date +%s) - started )) s"
+}
+
+run_logged() {
+    if [[ ${BLKLAB_VERBOSE:-0} == 1 ]]; then
+        "$@" 2>&1 | tee -a "$build_log" >&2
+    else
+        "$@" >>"$build_log" 2>&1
+    fi
+}
+
+main() {
+    local entry extract=""
+    case $# in
+        0) ;;
+        2) [[ $1 == --extract ]] || die "usage: $0 [--extract DIR]"
+           extract=$(realpath -m "$2")
+           script_args=(--extract "$extract") ;;
+        *) die "usage: $0 [--extract DIR]" ;;
+    esac
+    mkdir -p "$cache_root"
+    # apt-get source and download work in the current directory.
+    cd "$cache_root"
+    prepare_apt
+    resolve_versions
+    if [[ -n $extract ]]; then
+        extract_only "$extract"
+        return
+    fi
+    compute_key
+    entry="$cache_root/$key"
+    if [[ ! -f $entry/manifest.json ]]; then
+        exec 9>"$cache_root/.lock"
+        flock 9
+        if [[ ! -f $entry/manifest.json ]]; then
+            # Only one build runs at a time; left-overs are from killed builds.
+            rm -rf "$cache_root"/.build-* "$entry"
+            log "building qemu $qemu_version + series ${series_sha256:0:12} -> $entry"
+            build_entry "$entry"
+        fi
+    fi
+    point_link "$entry"
+}
+
+script_args=("$@")
+declare -A firmware_version
+work=""
+build_log=/dev/null
+main "$@"
