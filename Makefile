@@ -75,6 +75,7 @@ test: qemu image
 test-unit: cmake
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
 	cd harness && $(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q tests/bad-input
 
 test-qtest:
 	tests/qtest/run-qtests.sh

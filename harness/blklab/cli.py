@@ -7,10 +7,11 @@ import logging
 import sys
 from pathlib import Path
 
-from blklab import (__version__, baseline, expectations, paths, report, runner,
-                    scenario as scenario_mod, table)
+from blklab import __version__, paths, scenario as scenario_mod
 from blklab.errors import BlklabError
-from blklab.results import write_atomic
+
+# Commands import what they need when they run: validating a scenario must
+# not wait for numpy and matplotlib.
 
 
 def _positive(text: str) -> int:
@@ -74,15 +75,17 @@ def _results_root(args: argparse.Namespace) -> Path:
     return args.results or (paths.REPO / "results")
 
 
-def _print_outcomes(outcomes: list[expectations.Outcome]) -> None:
+def _print_outcomes(outcomes: list) -> None:
     if outcomes:
         print("expectations:")
         for o in outcomes:
             print("  " + o.line())
 
 
-def _write_report(run: runner.Run, outcomes: list[expectations.Outcome],
-                  output: Path | None = None) -> Path:
+def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
+    from blklab import report
+    from blklab.results import write_atomic
+
     out = output or run.path / "report.html"
     write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes))
     return out
@@ -90,6 +93,8 @@ def _write_report(run: runner.Run, outcomes: list[expectations.Outcome],
 
 def _run(args: argparse.Namespace) -> int:
     s = scenario_mod.load(args.scenario)
+    from blklab import expectations, runner, table
+
     options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
                                 repeats=args.repeats, results_root=_results_root(args),
                                 backend=args.backend, libvirt_uri=args.connect,
@@ -119,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        from blklab import baseline, expectations, runner
+
         if args.command == "report":
             run = runner.load_run(args.run)
             outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
