@@ -34,13 +34,48 @@ def built():
     return REPO
 
 
-SPINE_DEVICES = """
+def nvme(size_gib: int = 1) -> str:
+    """A null-backed NVMe device named nvme0, as scenario text."""
+    return f"""
 [[device]]
 name = "nvme0"
 kind = "nvme"
 backing = "null"
-size_gib = 4
+size_gib = {size_gib}
+"""
 
+
+def randread(runtime: str, iodepth: int = 8, name: str = "r") -> str:
+    """A 4 KiB random-read job over io_uring with O_DIRECT, as scenario text."""
+    return f"""
+[[job]]
+name = "{name}"
+rw = "randread"
+bs = "4k"
+iodepth = {iodepth}
+ioengine = "io_uring"
+direct = true
+runtime = "{runtime}"
+time_based = true
+"""
+
+
+def qemu_pids(marker: str) -> list[int]:
+    """QEMU processes whose command line contains `marker`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd and marker in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+SPINE_DEVICES = nvme(4) + """
 [[device]]
 name = "hdd0"
 kind = "ide-hd"
@@ -49,17 +84,7 @@ size_gib = 4
 rotation_rate = 7200
 """
 
-SPINE_JOB = """
-[[job]]
-name = "randread"
-rw = "randread"
-bs = "4k"
-iodepth = 32
-ioengine = "io_uring"
-direct = true
-runtime = "2s"
-time_based = true
-"""
+SPINE_JOB = randread("2s", iodepth=32, name="randread")
 
 
 @pytest.fixture(scope="session")

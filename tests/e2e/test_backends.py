@@ -8,16 +8,10 @@ import time
 
 import pytest
 
-from conftest import REPO, cells_of, run_blklab
+from conftest import REPO, cells_of, nvme, randread, run_blklab
 from services import DaskCluster, Libvirtd
 
-NVME = """
-[[device]]
-name = "nvme0"
-kind = "nvme"
-backing = "null"
-size_gib = 1
-"""
+NVME = nvme(1)
 
 DEVICES = NVME + """
 [[device]]
@@ -37,17 +31,7 @@ rotation_rate = 7200
 
 
 def job(runtime: str) -> str:
-    return f"""
-[[job]]
-name = "r"
-rw = "randread"
-bs = "4k"
-iodepth = 8
-ioengine = "io_uring"
-direct = true
-runtime = "{runtime}"
-time_based = true
-"""
+    return randread(runtime)
 
 
 def _in_effect(out):

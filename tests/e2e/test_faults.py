@@ -13,42 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cells_of, run_blklab
+from conftest import cells_of, nvme, qemu_pids, randread, run_blklab
 
-NVME = """
-[[device]]
-name = "nvme0"
-kind = "nvme"
-backing = "null"
-size_gib = 1
-"""
+NVME = nvme(1)
 
 
 def job(runtime: str) -> str:
-    return f"""
-[[job]]
-name = "r"
-rw = "randread"
-bs = "4k"
-iodepth = 4
-ioengine = "io_uring"
-direct = true
-runtime = "{runtime}"
-time_based = true
-"""
-
-
-def _qemu_pids(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if "qemu-system" in cmd and marker in cmd:
-                pids.append(int(proc.name))
-    return pids
+    return randread(runtime, iodepth=4)
 
 
 def test_qemu_killed_mid_cell(built, tmp_path):
@@ -65,7 +36,7 @@ def test_qemu_killed_mid_cell(built, tmp_path):
     deadline = time.monotonic() + 180
     victim = None
     while time.monotonic() < deadline and victim is None:
-        for pid in _qemu_pids("cell-"):
+        for pid in qemu_pids("cell-"):
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
             except OSError:
@@ -112,7 +83,7 @@ def test_guest_panic_and_hang(built, tmp_path):
         assert "blklab: cell nvme0.none.r0" in console
         if fault == "guest-panic":
             assert "sysrq: Trigger a crash" in console
-        assert _qemu_pids(str(out)) == []
+        assert qemu_pids(str(out)) == []
 
 
 @pytest.fixture

@@ -2,42 +2,17 @@
 a failing cell, resume, and the command line's errors."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from browser import open_page
-from conftest import REPO, cells_of, run_blklab
+from conftest import (REPO, SPINE_DEVICES, SPINE_JOB, cells_of, nvme, qemu_pids,
+                      run_blklab)
 from blklab import results
 
-NVME = """
-[[device]]
-name = "nvme0"
-kind = "nvme"
-backing = "null"
-size_gib = 4
-"""
-
-DEVICES = NVME + """
-[[device]]
-name = "hdd0"
-kind = "ide-hd"
-backing = "file"
-size_gib = 4
-rotation_rate = 7200
-"""
-
-JOB = """
-[[job]]
-name = "randread"
-rw = "randread"
-bs = "4k"
-iodepth = 32
-ioengine = "io_uring"
-direct = true
-runtime = "2s"
-time_based = true
-"""
+NVME = nvme(4)
+DEVICES = SPINE_DEVICES
+JOB = SPINE_JOB
 
 
 def test_every_cell_ok_and_valid(four_schedulers):
@@ -216,20 +191,6 @@ def test_cli_rejects_bad_scenarios(tmp_path, content, words):
     assert not out.exists()
 
 
-def _qemu_processes_using(path: Path) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmd and str(path) in cmd:
-            pids.append(int(proc.name))
-    return pids
-
-
 def test_timeout_fails_the_cell_and_ends_qemu(built, tmp_path):
     scenario = tmp_path / "hang.toml"
     scenario.write_text('[scenario]\nschedulers = ["none"]\ntimeout_s = 30\n' + NVME +
@@ -241,7 +202,7 @@ def test_timeout_fails_the_cell_and_ends_qemu(built, tmp_path):
     assert c["status"] == "failed"
     assert "did not finish within 30 s" in c["error"]
     assert "blklab: cell nvme0.none.r0" in (out / c["files"]["console_log"]).read_text()
-    assert _qemu_processes_using(out) == []
+    assert qemu_pids(str(out)) == []
 
 
 def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
@@ -261,7 +222,7 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
     else:
         assert answer == "tcg"
         assert not (tmp_path / "probe.json").exists()
-    assert _qemu_processes_using(Path("/tmp/blklab-probe-")) == []
+    assert qemu_pids("/tmp/blklab-probe-") == []
 
 
 def test_every_job_runs_on_the_device(built, tmp_path):
