@@ -1,7 +1,5 @@
 // C ABI over devmodel::Device; see include/devmodel/devmodel.h for the rules.
 // Every entry point catches everything: no exception crosses into C.
-#include "devmodel/devmodel.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "devmodel/device.h"
+#include "devmodel/devmodel.h"
 #include "devmodel/profile.h"
 
 struct devmodel_t {

@@ -1,9 +1,9 @@
-#include "devmodel/devmodel.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "devmodel/devmodel.h"
 
 namespace {
 
@@ -36,7 +36,8 @@ TEST(CApiTest, ErrorsComeBackThroughErrptr) {
   EXPECT_EQ(devmodel_open("/nonexistent.toml", 1, &err), nullptr);
   ASSERT_NE(err, nullptr);
   EXPECT_STREQ(err, "/nonexistent.toml: cannot open file");
-  devmodel_t* m = devmodel_open(Profile("zero-latency.toml").c_str(), 1, &err);  // err replaced on failure only
+  devmodel_t* m =
+      devmodel_open(Profile("zero-latency.toml").c_str(), 1, &err);  // err replaced on failure only
   ASSERT_NE(m, nullptr);
   devmodel_free(err);
   err = nullptr;
@@ -49,7 +50,9 @@ TEST(CApiTest, ErrorsComeBackThroughErrptr) {
   EXPECT_EQ(c.final, 1);
   devmodel_request odd = {DEVMODEL_OP_WRITE, 0, 100, 512, 3};
   devmodel_submit(m, &odd, 60, &c, &err);  // frees the previous message
-  EXPECT_STREQ(err, "devmodel_submit: offset_bytes or length_bytes not a multiple of the logical block size");
+  EXPECT_STREQ(
+      err,
+      "devmodel_submit: offset_bytes or length_bytes not a multiple of the logical block size");
   devmodel_request bad_op = {9, 0, 0, 512, 4};
   devmodel_submit(m, &bad_op, 70, &c, &err);
   EXPECT_STREQ(err, "devmodel_submit: unknown op 9");

@@ -26,7 +26,8 @@ class CloudVolume final : public Device {
     ++requests_;
     std::uint64_t units = 0;
     if (r.op == Op::kRead || r.op == Op::kWrite) {
-      units = std::max<std::uint64_t>(1, (r.length_bytes + c_.io_unit_bytes - 1) / c_.io_unit_bytes);
+      units =
+          std::max<std::uint64_t>(1, (r.length_bytes + c_.io_unit_bytes - 1) / c_.io_unit_bytes);
     }
     io_units_ += units;
     std::uint64_t start_ps = std::max(now * 1000, last_start_ps_);
@@ -47,16 +48,16 @@ class CloudVolume final : public Device {
       }
       iops_tat_ps_ = start_ps + units * 1000000000000ull / rate;
       bw_tat_ps_ = std::max(bw_tat_ps_, start_ps) +
-                   static_cast<std::uint64_t>(
-                       static_cast<unsigned __int128>(r.length_bytes) * 1000000000000ull /
-                       (std::uint64_t{c_.throughput_mib_s} * 1048576ull));
+                   static_cast<std::uint64_t>(static_cast<unsigned __int128>(r.length_bytes) *
+                                              1000000000000ull /
+                                              (std::uint64_t{c_.throughput_mib_s} * 1048576ull));
     }
     last_start_ps_ = start_ps;
     const TimeNs start = (start_ps + 999) / 1000;
     throttled_ns_ += start - now;
     const Completion inner = backing_->Submit(r, start);
-    const auto jitter = static_cast<TimeNs>(
-        rng_.Exponential(static_cast<double>(c_.latency_jitter_mean_ns)));
+    const auto jitter =
+        static_cast<TimeNs>(rng_.Exponential(static_cast<double>(c_.latency_jitter_mean_ns)));
     return {inner.deadline_ns + c_.latency_floor_ns + jitter, true};
   }
 
@@ -90,8 +91,8 @@ class CloudVolume final : public Device {
     const std::int64_t cap = static_cast<std::int64_t>(c_.burst_credits) * kNanoPerCredit;
     // Saturate before multiplying: a long idle gap refills the bucket anyway.
     const TimeNs dt = std::min<TimeNs>(t - credits_time_ns_, 1000000000000000ull);
-    credits_nano_ = std::min<std::int64_t>(
-        cap, credits_nano_ + static_cast<std::int64_t>(dt) * baseline_iops_);
+    credits_nano_ =
+        std::min<std::int64_t>(cap, credits_nano_ + static_cast<std::int64_t>(dt) * baseline_iops_);
     credits_time_ns_ = t;
   }
 
@@ -116,11 +117,14 @@ std::unique_ptr<Device> NewCloudVolume(const CloudConfig& c, std::unique_ptr<Dev
   };
   if (backing == nullptr) return fail("cloud: no backing device");
   if (!backing->deadlines_final()) {
-    return fail("cloud: the backing device must return final deadlines (HDD queue_policy = \"fifo\")");
+    return fail(
+        "cloud: the backing device must return final deadlines (HDD queue_policy = \"fifo\")");
   }
-  const std::uint64_t capacity = c.capacity_bytes == 0 ? backing->capacity_bytes() : c.capacity_bytes;
+  const std::uint64_t capacity =
+      c.capacity_bytes == 0 ? backing->capacity_bytes() : c.capacity_bytes;
   if (capacity > backing->capacity_bytes() || capacity % backing->logical_block_bytes() != 0) {
-    return fail("cloud: capacity_bytes must be in [1, " + std::to_string(backing->capacity_bytes()) +
+    return fail("cloud: capacity_bytes must be in [1, " +
+                std::to_string(backing->capacity_bytes()) +
                 "] (the backing device) and a multiple of its logical block size");
   }
   if (c.throughput_mib_s == 0) return fail("cloud: throughput_mib_s must be in [1, 100000]");
@@ -128,8 +132,8 @@ std::unique_ptr<Device> NewCloudVolume(const CloudConfig& c, std::unique_ptr<Dev
   std::uint32_t baseline = c.iops_cap;
   if (c.iops_per_gib != 0) {
     const std::uint64_t gib = capacity >> 30;
-    baseline = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
-        gib * c.iops_per_gib, c.iops_baseline_min, c.iops_baseline_max));
+    baseline = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(gib * c.iops_per_gib, c.iops_baseline_min, c.iops_baseline_max));
   }
   if (baseline == 0) return fail("cloud: the IOPS baseline/cap must be >= 1");
   return std::make_unique<CloudVolume>(c, std::move(backing), seed, capacity, baseline);

@@ -1,9 +1,10 @@
+#include "devmodel/cloud.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "devmodel/cloud.h"
 #include "devmodel/zero.h"
 #include "test_util.h"
 
@@ -52,7 +53,8 @@ nlohmann::json Counters(const Device& d) { return nlohmann::json::parse(d.Counte
 TEST(CloudTest, SteadyIopsEqualsTheCap) {
   auto vol = Make(Gp3());
   std::uint64_t i = 0;
-  const auto done = testing::RunClosedLoop(*vol, 64, 30000, [&](TimeNs) { return Rd((i++ % 1000) * 4096, 4096); });
+  const auto done = testing::RunClosedLoop(*vol, 64, 30000,
+                                           [&](TimeNs) { return Rd((i++ % 1000) * 4096, 4096); });
   const double seconds = (done.back().completed_ns - done.front().completed_ns) / 1e9;
   const double iops = (done.size() - 1) / seconds;
   printf("[ measured ] gp3 QD64 4K: %.1f IOPS (cap 3000)\n", iops);
@@ -63,7 +65,8 @@ TEST(CloudTest, BurstLastsCreditsOverBurstMinusBaseline) {
   const std::uint64_t credits = 60000;
   auto vol = Make(Gp2(credits));
   std::uint64_t i = 0;
-  const auto done = testing::RunClosedLoop(*vol, 32, 90000, [&](TimeNs) { return Rd((i++ % 1000) * 4096, 4096); });
+  const auto done = testing::RunClosedLoop(*vol, 32, 90000,
+                                           [&](TimeNs) { return Rd((i++ % 1000) * 4096, 4096); });
   // The burst ends at the first completion spaced like the baseline rate.
   TimeNs end = 0;
   for (std::size_t k = 1; k < done.size(); ++k) {
@@ -77,9 +80,10 @@ TEST(CloudTest, BurstLastsCreditsOverBurstMinusBaseline) {
   EXPECT_NEAR(end / 1e9, expected, 0.01 * expected);
   // Then the baseline: 300 IOPS.
   const double tail = (done.back().completed_ns - end) / 1e9;
-  const std::size_t after = done.size() - (std::find_if(done.begin(), done.end(), [&](const auto& f) {
-                                             return f.completed_ns > end;
-                                           }) - done.begin());
+  const std::size_t after =
+      done.size() -
+      (std::find_if(done.begin(), done.end(), [&](const auto& f) { return f.completed_ns > end; }) -
+       done.begin());
   EXPECT_NEAR(after / tail, 300, 3);
 }
 
@@ -94,30 +98,35 @@ TEST(CloudTest, OneMebibyteCountsAsFourIos) {
   // Back-to-back 1 MiB I/Os run at cap / 4.
   std::uint64_t i = 0;
   auto vol2 = Make(c);
-  const auto done = testing::RunClosedLoop(*vol2, 16, 3000, [&](TimeNs) { return Rd((i++ % 64) << 20, 1 << 20); });
-  const double rate = (done.size() - 1) / ((done.back().completed_ns - done.front().completed_ns) / 1e9);
+  const auto done = testing::RunClosedLoop(*vol2, 16, 3000,
+                                           [&](TimeNs) { return Rd((i++ % 64) << 20, 1 << 20); });
+  const double rate =
+      (done.size() - 1) / ((done.back().completed_ns - done.front().completed_ns) / 1e9);
   EXPECT_NEAR(rate, 750, 7.5);
 }
 
 TEST(CloudTest, BandwidthCapLimitsLargeIos) {
   auto vol = Make(Gp3());  // 125 MiB/s, 3000 IOPS: 256 KiB I/Os are bandwidth bound
   std::uint64_t i = 0;
-  const auto done = testing::RunClosedLoop(*vol, 16, 4000, [&](TimeNs) { return Rd((i++ % 64) << 18, 256 << 10); });
-  const double mib_s = (done.size() - 1) * 0.25 /
-                       ((done.back().completed_ns - done.front().completed_ns) / 1e9);
+  const auto done = testing::RunClosedLoop(*vol, 16, 4000,
+                                           [&](TimeNs) { return Rd((i++ % 64) << 18, 256 << 10); });
+  const double mib_s =
+      (done.size() - 1) * 0.25 / ((done.back().completed_ns - done.front().completed_ns) / 1e9);
   EXPECT_NEAR(mib_s, 125, 1.25);
 }
 
 TEST(CloudTest, CreditsRefillAtTheBaselineRate) {
   auto vol = Make(Gp2(3000));
   std::uint64_t i = 0;
-  auto done = testing::RunClosedLoop(*vol, 8, 3000, [&](TimeNs) { return Rd((i++ % 100) * 4096, 4096); });
+  auto done =
+      testing::RunClosedLoop(*vol, 8, 3000, [&](TimeNs) { return Rd((i++ % 100) * 4096, 4096); });
   const TimeNs drained = done.back().completed_ns;
   EXPECT_LT(Counters(*vol)["credits_left"].get<double>(), 300.0);
   const double before = Counters(*vol)["credits_left"].get<double>();
   vol->Submit(Rd(0, 4096), drained + 5 * kSecond);  // idle 5 s, then one I/O
   const double after = Counters(*vol)["credits_left"].get<double>();
-  printf("[ measured ] credits %.1f -> %.1f after 5 s idle (+1 I/O); baseline 300/s\n", before, after);
+  printf("[ measured ] credits %.1f -> %.1f after 5 s idle (+1 I/O); baseline 300/s\n", before,
+         after);
   EXPECT_NEAR(after - before, 5 * 300 - 1, 15);
 }
 

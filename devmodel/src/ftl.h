@@ -1,32 +1,40 @@
 // Page-level FTL without timing: maps logical units to physical slots, stripes
 // host writes over all dies one program unit at a time, and reclaims space by
 // greedy garbage collection per die (victim = closed block with fewest valid
-// units, found in O(1) amortized through per-valid-count buckets), done
+// units; among equals the one whose count changed last). Collection runs
 // incrementally after host programs below a background mark and all at once
-// (host waits) below a foreground mark. Timing is
-// added by a listener (SsdModel) that puts each program, GC move and erase on
-// the die timelines; with no listener the FTL runs untimed (preconditioning,
-// WAF tests). Memory grows with data written: a P2L array per non-free block,
-// L2P leaves per written region, 20 bytes of metadata per block.
+// (host waits) below a foreground mark. Timing is added by a listener
+// (SsdModel) that puts each program, GC move and erase on the die timelines;
+// with no listener the FTL runs untimed (preconditioning, WAF tests).
+// Memory grows with data written: a P2L array (4 bytes per slot) per non-free
+// block from a huge-page pool, the L2P map (sparse_map.h), and 16 bytes of
+// metadata per block plus 8 bytes per 64 blocks.
+// Victim choice: each block has a 64-bit key (valid count, then recency) that
+// only decreases while the block is closed, so a per-group-of-64 minimum is
+// kept in O(1) and a victim costs one scan of the group minima.
 // Thread-safety: none.
 #ifndef DEVMODEL_SRC_FTL_H_
 #define DEVMODEL_SRC_FTL_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <string>
 #include <vector>
 
+#include "fast_div.h"
+#include "item_pool.h"
+#include "rng.h"
 #include "sparse_map.h"
 
 namespace devmodel::internal {
 
 struct FtlGeometry {
   std::uint32_t dies = 1;
-  std::uint32_t blocks_per_die = 64;     // erase units (all planes of a die)
-  std::uint32_t slots_per_block = 256;   // mapping units per erase unit
-  std::uint32_t slots_per_program = 8;   // mapping units per program (all planes)
-  std::uint32_t slots_per_page = 4;      // mapping units per page of one plane
-  std::uint64_t exported_slots = 0;      // logical units the host sees
+  std::uint32_t blocks_per_die = 64;            // erase units (all planes of a die)
+  std::uint32_t slots_per_block = 256;          // mapping units per erase unit
+  std::uint32_t slots_per_program = 8;          // mapping units per program (all planes)
+  std::uint32_t slots_per_page = 4;             // mapping units per page of one plane
+  std::uint64_t exported_slots = 0;             // logical units the host sees
   std::uint32_t gc_foreground_free_blocks = 2;  // per die, >= 2: host waits for GC
   // Per die, >= foreground: below it every host program unit is followed by
   // incremental GC of (background - free) program units' worth of moves.
@@ -39,9 +47,8 @@ class FtlListener {
   virtual ~FtlListener() = default;
   // A full (or padded) host program unit left the write buffer for `die`.
   // `host_slots` of its `slots` carry host data (the rest is padding).
-  virtual void OnHostProgram(std::uint32_t die, std::uint32_t block,
-                             std::uint32_t first_slot, std::uint32_t slots,
-                             std::uint32_t host_slots) = 0;
+  virtual void OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
+                             std::uint32_t slots, std::uint32_t host_slots) = 0;
   // GC filled one program unit on `die` after reading `pages_read` pages.
   virtual void OnGcProgram(std::uint32_t die, std::uint32_t pages_read) = 0;
   // GC erased a victim block on `die`.
@@ -57,30 +64,54 @@ struct FtlCounters {
   std::uint64_t host_slots_written = 0;
   std::uint64_t nand_slots_programmed = 0;  // host + GC + padding
   std::uint64_t padding_slots = 0;
-  std::uint64_t gc_runs = 0;                // victims collected
+  std::uint64_t gc_runs = 0;  // victims collected
   std::uint64_t gc_slots_moved = 0;
   std::uint64_t erases = 0;
   std::uint64_t trimmed_slots = 0;
-  std::uint64_t dropped_writes = 0;         // no die had space (must stay 0)
+  std::uint64_t dropped_writes = 0;  // no die had space (must stay 0)
 };
 
 class Ftl {
  public:
   static constexpr std::uint32_t kUnmapped = SparseMap::kUnmapped;
   static constexpr std::uint32_t kNoBlock = 0xFFFFFFFFu;
+  static constexpr std::uint32_t kMaxSlotsPerBlock = (1u << 23) - 1;
 
   // REQUIRES: geometry consistent (SsdModel validates): slots fit in 32 bits,
-  // each die has more blocks than its share of exported units plus reserve.
+  // slots_per_block <= kMaxSlotsPerBlock, each die has more blocks than its
+  // share of exported units plus reserve.
   Ftl(const FtlGeometry& geometry, FtlListener* listener);
   ~Ftl();
 
   void set_listener(FtlListener* listener) { listener_ = listener; }
   const FtlGeometry& geometry() const { return g_; }
 
-  // REQUIRES: lpn < exported_slots for all three.
+  // REQUIRES: lpn < exported_slots for all of these.
   void Write(std::uint64_t lpn);
+  // Write() for each of `lpns` in order, with the mapping tables prefetched a
+  // few writes ahead (same result, faster on large drives).
+  void WriteMany(const std::uint64_t* lpns, std::size_t count);
   void Trim(std::uint64_t lpn);
   std::uint32_t Lookup(std::uint64_t lpn) const { return l2p_.Get(lpn); }
+
+  // Allocates the whole L2P table densely up front (before writing every
+  // unit): the sparse stage would only be converted region by region.
+  void ReserveFullMap() { l2p_.MakeAllDense(); }
+
+  // Builds, on a fresh FTL, the state of "every unit written once in order,
+  // then `overwrites` uniformly random overwrites" without replaying each
+  // overwrite over the mapping tables. Exact in distribution: per-block valid
+  // counts, GC victim order, free blocks and open blocks (the block-level
+  // algorithm runs unchanged on counts: an overwrite hits block b with
+  // probability valid(b) / units, as a uniformly random unit would).
+  // Approximated: which units survive in a block (a uniformly random subset
+  // of its slots: exact when each block fills quickly compared with the
+  // writes since), which LPNs share a block (a seeded random permutation:
+  // exact once every unit has been overwritten, while a replay keeps units
+  // never overwritten in their sequential-fill order), and a victim whose
+  // collection is in progress (rescanned from its first slot).
+  // REQUIRES: nothing written yet; no listener.
+  void BuildSteadyState(std::uint64_t overwrites, Rng& rng);
 
   // Pads and dispatches the host program unit being filled, if any.
   void FlushPending();
@@ -96,20 +127,36 @@ class Ftl {
   std::uint32_t free_blocks(std::uint32_t die) const {
     return static_cast<std::uint32_t>(dies_[die].free.size());
   }
-  std::uint32_t DieOfPpn(std::uint32_t ppn) const {
-    return ppn / g_.slots_per_block / g_.blocks_per_die;
-  }
+  std::uint32_t DieOfPpn(std::uint32_t ppn) const { return per_die_.Div(ppn); }
+  std::uint32_t BlockOfPpn(std::uint32_t ppn) const { return per_block_.Div(ppn); }
+  // Global page number (pages of one plane) holding `ppn`.
+  std::uint32_t PageOfPpn(std::uint32_t ppn) const { return per_page_.Div(ppn); }
 
   const FtlCounters& counters() const { return counters_; }
   std::uint64_t MemoryBytes() const;
 
+  // Checks every invariant linking L2P, P2L and block metadata (every mapped
+  // unit sits in a non-free block whose P2L names it back, valid counts match,
+  // group minima are exact). O(capacity): for tests. False + *error if broken.
+  bool CheckConsistency(std::string* error) const;
+  // Valid units of every closed block (for statistics in tests).
+  std::vector<std::uint32_t> ClosedBlockValidCounts() const;
+
+  // Test hook: moves the recency clock (40 bits) close to its wrap-around.
+  void set_recency_clock_for_testing(std::uint64_t clock) { clock_ = clock; }
+
  private:
+  // Block key: kNotClosed while free, open or being collected; valid units in
+  // bits 40..62; (kStampMask - stamp of the last change) in bits 0..39, so the
+  // smallest key of a closed block is the greedy victim, most recent first.
+  static constexpr std::uint64_t kStampMask = (std::uint64_t{1} << 40) - 1;
+  static constexpr std::uint64_t kValidOne = std::uint64_t{1} << 40;
+  static constexpr std::uint64_t kNotClosed = std::uint64_t{1} << 63;
+  static constexpr std::uint32_t kGroupShift = 6;  // 64 blocks per group
+
   struct Block {
-    std::uint32_t valid = 0;
-    std::int32_t prev = -1;  // bucket list links (closed blocks only)
-    std::int32_t next = -1;
-    std::uint32_t slab = kNoBlock;  // P2L slab index, kNoBlock when free
-    std::uint8_t state = 0;         // kFree / kOpen / kClosed
+    std::uint64_t key = kNotClosed;
+    std::uint32_t* p2l = nullptr;  // lpn per slot, kUnmapped once invalid; null when free
   };
   struct Die {
     std::vector<std::uint32_t> free;  // global block ids
@@ -117,29 +164,48 @@ class Ftl {
     std::uint32_t gc_block = kNoBlock, gc_ptr = 0;
     std::uint32_t gc_pages_read = 0;  // since the last GC program
     std::uint32_t victim = kNoBlock, victim_cursor = 0, victim_last_page = kNoBlock;
-    std::vector<std::int32_t> bucket;  // head per valid count
-    std::uint32_t min_bucket = 0;      // no closed block has fewer valid units
   };
 
+  static std::uint32_t Valid(std::uint64_t key) {
+    return static_cast<std::uint32_t>(key >> 40) & kMaxSlotsPerBlock;
+  }
   std::uint32_t AllocateBlock(std::uint32_t die);  // kNoBlock if none free
   void CloseBlock(std::uint32_t block);
   void Invalidate(std::uint32_t ppn);
-  void BucketInsert(std::uint32_t block);
-  void BucketRemove(std::uint32_t block);
+  void Restamp(std::uint32_t block);
+  std::uint64_t& GroupMinOf(std::uint32_t block) {
+    const std::uint32_t die = blocks_per_die_.Div(block);
+    return group_min_[die * groups_per_die_ + ((block - die * g_.blocks_per_die) >> kGroupShift)];
+  }
+  void RecomputeGroupMin(std::uint32_t block);
+  void RenumberStamps();
+  void InvalidateInBlock(std::uint32_t block);
+  std::uint32_t SampleBlockByValid(Rng& rng) const;
+  void AssignUnits(Rng& rng);
+  void Place(std::uint64_t lpn);
   bool OpenHostBlock(std::uint32_t die);
   void DispatchHostProgram(std::uint32_t die);
-  bool GcPlace(std::uint32_t die, std::uint32_t lpn);
-  std::uint32_t* P2l(std::uint32_t block) { return slabs_[blocks_[block].slab].get(); }
+  inline bool GcPlace(std::uint32_t die, std::uint32_t lpn);
+  std::uint32_t GcPlaceCounts(std::uint32_t die, std::uint32_t units);
+  std::uint32_t PickVictim(std::uint32_t die);  // kNoBlock if none worth it
 
   FtlGeometry g_;
   FtlListener* listener_;
+  FastDivU32 per_die_;         // by slots per die
+  FastDivU32 per_block_;       // by slots per block
+  FastDivU32 per_page_;        // by slots per page
+  FastDivU32 per_program_;     // by slots per program unit
+  FastDivU32 blocks_per_die_;  // by blocks per die
+  std::uint32_t groups_per_die_;
   SparseMap l2p_;
+  ItemPool p2l_pool_;
   std::vector<Block> blocks_;
+  std::vector<std::uint64_t> group_min_;  // min block key per group, per die
   std::vector<Die> dies_;
-  std::vector<std::unique_ptr<std::uint32_t[]>> slabs_;
-  std::vector<std::uint32_t> free_slabs_;
-  std::uint32_t frontier_die_ = 0;   // die receiving host writes
-  std::uint32_t pending_host_ = 0;   // host units in the open program unit
+  std::uint64_t clock_ = 0;         // recency stamps handed out
+  std::uint32_t frontier_die_ = 0;  // die receiving host writes
+  std::uint32_t pending_host_ = 0;  // host units in the open program unit
+  bool counts_only_ = false;        // BuildSteadyState: no L2P/P2L updates
   FtlCounters counters_;
 };
 

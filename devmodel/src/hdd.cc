@@ -1,12 +1,12 @@
 #include "devmodel/hdd.h"
 
 #include <algorithm>
-#include <deque>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <unordered_map>
 
 #include "hdd_geometry.h"
+#include "hdd_segments.h"
 
 namespace devmodel {
 namespace {
@@ -26,7 +26,10 @@ class HddModel final : public Device {
       : c_(c),
         g_(std::move(geometry)),
         segments_(std::max<std::uint32_t>(1, c.cache_segments)),
-        ra_sectors_(c.read_ahead_bytes / c.logical_block_bytes) {}
+        index_(static_cast<std::uint32_t>(segments_.size()), g_.total_sectors()),
+        ra_sectors_(c.read_ahead_bytes / c.logical_block_bytes) {
+    queue_.reserve(64);
+  }
 
   Completion Submit(const Request& r, TimeNs now) override;
   Completion Poll(std::uint64_t tag, TimeNs now) override;
@@ -36,8 +39,8 @@ class HddModel final : public Device {
   std::uint32_t rotation_rate_rpm() const override { return c_.rpm; }
   std::string CountersJson() const override;
   std::uint64_t MemoryBytes() const override {
-    return sizeof(*this) + segments_.capacity() * sizeof(Segment) + queue_.size() * sizeof(Cmd) +
-           done_.size() * 32;
+    return sizeof(*this) + segments_.capacity() * sizeof(Segment) + index_.MemoryBytes() +
+           queue_.capacity() * sizeof(Cmd) + done_.size() * 32;
   }
 
  private:
@@ -50,8 +53,8 @@ class HddModel final : public Device {
   struct Plan {
     std::uint64_t begin_ps, end_ps;
     TimeNs end_ns;
-    std::uint64_t position_ns;
-    std::uint32_t end_cylinder, end_head, distance;
+    std::uint64_t position_ns, seek_ns;
+    std::uint32_t end_cylinder, end_head, end_zone, distance;
   };
   struct Segment {
     bool valid = false;
@@ -59,7 +62,6 @@ class HddModel final : public Device {
     TimeNs ready_ns = 0;
     std::uint64_t ra_begin_ps = 0, ra_stop_ps = kNever;
     std::uint32_t zone = 0;
-    std::uint64_t last_use = 0;
   };
   struct PendingFlush {
     std::uint64_t tag, seq_bound, remaining;
@@ -71,6 +73,12 @@ class HddModel final : public Device {
   bool ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, TimeNs* ready);
   std::uint64_t RaReachPs(const Segment& s, std::uint64_t lba) const;
   void InvalidateSegments(std::uint64_t lba, std::uint64_t end);
+  // Keeps index_ in step with segment `i` (after start, end, ra_limit or
+  // valid change).
+  void SyncSegment(std::size_t i) {
+    const Segment& s = segments_[i];
+    index_.Set(static_cast<std::uint32_t>(i), s.start, s.valid ? std::max(s.end, s.ra_limit) : 0);
+  }
   void ReleaseDirty(TimeNs t);
   TimeNs NextDecision() const;
   TimeNs InterfaceNs(std::uint64_t bytes) const {
@@ -80,11 +88,13 @@ class HddModel final : public Device {
   HddConfig c_;
   HddGeometry g_;
   std::vector<Segment> segments_;
+  // Ranges served by each segment (start, max(end, ra_limit)) and the
+  // replacement order; a segment can concern a request only if its range does.
+  internal::HddSegmentIndex index_;
   std::uint64_t ra_sectors_;
   std::size_t active_segment_ = kNever;
-  std::uint64_t use_clock_ = 0;
 
-  std::deque<Cmd> queue_;
+  std::vector<Cmd> queue_;  // arrival order; at most the host's queue depth
   TimeNs mech_free_ = 0;
   std::uint32_t head_cylinder_ = 0, head_ = 0;
   TimeNs last_host_done_ = 0;
@@ -109,9 +119,11 @@ HddModel::Plan HddModel::MakePlan(const Cmd& cmd, TimeNs t) const {
   const HddPosition p = g_.Locate(cmd.lba);
   const HddZone& z = g_.zone(p.zone);
   Plan plan{};
-  plan.distance = p.cylinder > head_cylinder_ ? p.cylinder - head_cylinder_ : head_cylinder_ - p.cylinder;
+  plan.distance =
+      p.cylinder > head_cylinder_ ? p.cylinder - head_cylinder_ : head_cylinder_ - p.cylinder;
   if (plan.distance != 0) {
-    plan.position_ns = g_.SeekNs(plan.distance) + (cmd.write ? c_.write_settle_ns : 0);
+    plan.seek_ns = g_.SeekNs(plan.distance);
+    plan.position_ns = plan.seek_ns + (cmd.write ? c_.write_settle_ns : 0);
   } else if (p.head != head_) {
     plan.position_ns = c_.head_switch_ns;
   }
@@ -130,9 +142,16 @@ HddModel::Plan HddModel::MakePlan(const Cmd& cmd, TimeNs t) const {
   }
   plan.end_ps = plan.begin_ps + sweep_ps;
   plan.end_ns = (plan.end_ps + 999) / 1000;
-  const HddPosition last = g_.Locate(end - 1);
-  plan.end_cylinder = last.cylinder;
-  plan.end_head = last.head;
+  if (p.sector + std::uint64_t{cmd.sectors} <= z.sectors_per_track) {  // ends on its track
+    plan.end_cylinder = p.cylinder;
+    plan.end_head = p.head;
+    plan.end_zone = p.zone;
+  } else {
+    const HddPosition last = g_.Locate(end - 1);
+    plan.end_cylinder = last.cylinder;
+    plan.end_head = last.head;
+    plan.end_zone = last.zone;
+  }
   return plan;
 }
 
@@ -144,7 +163,7 @@ void HddModel::Service(std::size_t index, TimeNs t) {
   if (plan.distance != 0) {
     ++n_.seeks;
     n_.seek_cylinders += plan.distance;
-    n_.seek_ns += g_.SeekNs(plan.distance);
+    n_.seek_ns += plan.seek_ns;
   }
   const std::uint64_t arrive_ps = (t + plan.position_ns) * 1000;
   if (plan.begin_ps > arrive_ps) n_.rotational_wait_ns += (plan.begin_ps - arrive_ps) / 1000;
@@ -159,22 +178,18 @@ void HddModel::Service(std::size_t index, TimeNs t) {
   }
   const std::uint64_t end = cmd.lba + cmd.sectors;
   if (!cmd.write && ra_sectors_ > 0) {
-    std::size_t victim = 0;
-    for (std::size_t i = 0; i < segments_.size(); ++i) {
-      if (!segments_[i].valid) { victim = i; break; }
-      if (segments_[i].last_use < segments_[victim].last_use) victim = i;
-    }
+    const std::uint32_t victim = index_.Victim();
     Segment& s = segments_[victim];
-    const HddPosition p = g_.Locate(end - 1);
     s = Segment{};
     s.valid = true;
     s.start = cmd.lba;
     s.end = end;
-    s.zone = p.zone;
-    s.ra_limit = std::min(g_.zone(p.zone).end_lba, end + ra_sectors_);
+    s.zone = plan.end_zone;
+    s.ra_limit = std::min(g_.zone(plan.end_zone).end_lba, end + ra_sectors_);
     s.ready_ns = plan.end_ns;
     s.ra_begin_ps = plan.end_ps;
-    s.last_use = ++use_clock_;
+    SyncSegment(victim);
+    index_.Touch(victim);
     active_segment_ = victim;
   }
   if (cmd.destage) {
@@ -241,11 +256,14 @@ std::uint64_t HddModel::RaReachPs(const Segment& s, std::uint64_t lba) const {
 }
 
 bool HddModel::ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, TimeNs* ready) {
-  for (Segment& s : segments_) {
-    if (!s.valid || lba < s.start) continue;
+  if (!index_.MayOverlap(lba, lba + 1)) return false;
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    // A hit needs start <= lba < end <= max(end, ra_limit).
+    if (!index_.Overlaps(static_cast<std::uint32_t>(i), lba, lba + 1)) continue;
+    Segment& s = segments_[i];
     if (end <= s.end) {
       *ready = s.ready_ns;
-      s.last_use = ++use_clock_;
+      index_.Touch(static_cast<std::uint32_t>(i));
       ++n_.cache_read_hits;
       return true;
     }
@@ -256,8 +274,9 @@ bool HddModel::ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, Tim
     *ready = (reach + 999) / 1000;
     if (s.ra_stop_ps == kNever && t * 1000 < stop) {  // still reading ahead: slide
       s.ra_limit = std::min(g_.zone(s.zone).end_lba, std::max(s.ra_limit, end + ra_sectors_));
+      SyncSegment(i);
     }
-    s.last_use = ++use_clock_;
+    index_.Touch(static_cast<std::uint32_t>(i));
     ++n_.read_ahead_hits;
     return true;
   }
@@ -265,10 +284,11 @@ bool HddModel::ReadFromCache(std::uint64_t lba, std::uint64_t end, TimeNs t, Tim
 }
 
 void HddModel::InvalidateSegments(std::uint64_t lba, std::uint64_t end) {
+  if (!index_.MayOverlap(lba, end)) return;
   for (std::size_t i = 0; i < segments_.size(); ++i) {
-    Segment& s = segments_[i];
-    if (s.valid && lba < std::max(s.end, s.ra_limit) && end > s.start) {
-      s.valid = false;
+    if (index_.Overlaps(static_cast<std::uint32_t>(i), lba, end)) {  // valid and overlapping
+      segments_[i].valid = false;
+      SyncSegment(i);
       if (active_segment_ == i) active_segment_ = kNever;
     }
   }

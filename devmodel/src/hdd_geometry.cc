@@ -6,32 +6,53 @@
 namespace devmodel::internal {
 
 HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
-    : heads_(c.heads), bytes_per_sector_(c.logical_block_bytes) {
+    : heads_(c.heads), bytes_per_sector_(c.logical_block_bytes), per_heads_(std::max(1u, c.heads)) {
   auto fail = [&](std::string msg) {
     if (error != nullptr) *error = std::move(msg);
   };
-  if (c.rpm < 1000 || c.rpm > 20000) { fail("rpm must be in [1000, 20000]"); return; }
-  if (c.heads < 1 || c.heads > 64) { fail("heads must be in [1, 64]"); return; }
+  if (c.rpm < 1000 || c.rpm > 20000) {
+    fail("rpm must be in [1000, 20000]");
+    return;
+  }
+  if (c.heads < 1 || c.heads > 64) {
+    fail("heads must be in [1, 64]");
+    return;
+  }
   if (c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) {
-    { fail("logical_block_bytes must be 512 or 4096"); return; }
+    {
+      fail("logical_block_bytes must be 512 or 4096");
+      return;
+    }
   }
   if (c.zone_mb_s.empty() || c.zone_mb_s.size() > 256) {
-    { fail("zone_mb_s must list 1 to 256 zones"); return; }
+    {
+      fail("zone_mb_s must list 1 to 256 zones");
+      return;
+    }
   }
   if (c.capacity_bytes < (1ull << 20) || c.capacity_bytes % c.logical_block_bytes != 0) {
-    { fail("capacity_bytes must be >= 1 MiB and a multiple of logical_block_bytes"); return; }
+    {
+      fail("capacity_bytes must be >= 1 MiB and a multiple of logical_block_bytes");
+      return;
+    }
   }
   rev_ps_ = 60000000000000ull / c.rpm;
   total_sectors_ = c.capacity_bytes / c.logical_block_bytes;
   const std::uint64_t switch_ps = std::max(c.head_switch_ns, c.track_to_track_seek_ns) * 1000;
   if (switch_ps >= rev_ps_ / 2) {
-    { fail("head_switch_ns and track_to_track_seek_ns must be below half a revolution"); return; }
+    {
+      fail("head_switch_ns and track_to_track_seek_ns must be below half a revolution");
+      return;
+    }
   }
   std::vector<std::uint32_t> spt(c.zone_mb_s.size()), skew(c.zone_mb_s.size());
   std::uint64_t sum_spt = 0;
   for (std::size_t z = 0; z < c.zone_mb_s.size(); ++z) {
     const double want = c.zone_mb_s[z] * 1e6;
-    if (!(want >= 1e6 && want <= 5e9)) { fail("zone_mb_s values must be in [1, 5000]"); return; }
+    if (!(want >= 1e6 && want <= 5e9)) {
+      fail("zone_mb_s values must be in [1, 5000]");
+      return;
+    }
     const double rev_s = static_cast<double>(rev_ps_) * 1e-12;
     const double guess = want * rev_s / bytes_per_sector_ *
                          (1.0 + static_cast<double>(switch_ps) / static_cast<double>(rev_ps_));
@@ -60,6 +81,10 @@ HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
     zone.first_track = zone.first_cylinder * std::uint64_t{heads_};
     zone.sectors_per_track = spt[z];
     zone.skew_slots = skew[z];
+    zone.per_track = FastDivU32(spt[z]);
+    zone.slot_ps = rev_ps_ / spt[z];
+    zone.slot_ps_rem = static_cast<std::uint32_t>(rev_ps_ % spt[z]);
+    zone_first_lba_.push_back(lba);
     lba = std::min(total_sectors_, lba + cyl_per_zone * heads_ * spt[z]);
     zone.end_lba = lba;
     zones_.push_back(zone);
@@ -72,7 +97,10 @@ HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
   const double maxd = cylinders_ > 1 ? cylinders_ - 1.0 : 1.0;
   knee_ = std::max(2.0, maxd / 3.0);
   if (!(t1_ > 0 && t1_ < tfull_)) {
-    { fail("track_to_track_seek_ns must be in [1, full_stroke_seek_ns)"); return; }
+    {
+      fail("track_to_track_seek_ns must be in [1, full_stroke_seek_ns)");
+      return;
+    }
   }
   const std::uint32_t buckets = std::min<std::uint32_t>(1024, cylinders_);
   const double width = static_cast<double>(cylinders_) / buckets;
@@ -133,27 +161,39 @@ std::uint64_t HddGeometry::SeekNs(std::uint32_t cylinders) const {
 }
 
 HddPosition HddGeometry::Locate(std::uint64_t lba) const {
-  std::uint32_t z = 0;
-  while (z + 1 < zones_.size() && lba >= zones_[z + 1].first_lba) ++z;
+  // Zone starts increase strictly: the zone is the last one starting <= lba.
+  const auto z = static_cast<std::uint32_t>(
+      std::upper_bound(zone_first_lba_.begin() + 1, zone_first_lba_.end(), lba) -
+      zone_first_lba_.begin() - 1);
   const HddZone& zone = zones_[z];
-  const std::uint64_t off = lba - zone.first_lba;
-  const std::uint64_t track_in_zone = off / zone.sectors_per_track;
+  const std::uint64_t track_in_zone = TrackInZone(zone, lba);
   HddPosition p;
   p.zone = z;
-  p.sector = static_cast<std::uint32_t>(off % zone.sectors_per_track);
-  p.cylinder = zone.first_cylinder + static_cast<std::uint32_t>(track_in_zone / heads_);
-  p.head = static_cast<std::uint32_t>(track_in_zone % heads_);
+  p.sector =
+      static_cast<std::uint32_t>(lba - zone.first_lba - track_in_zone * zone.sectors_per_track);
+  if (track_in_zone <= 0xFFFFFFFFu) {
+    const std::uint32_t cylinders = per_heads_.Div(static_cast<std::uint32_t>(track_in_zone));
+    p.cylinder = zone.first_cylinder + cylinders;
+    p.head = static_cast<std::uint32_t>(track_in_zone) - cylinders * heads_;
+  } else {
+    p.cylinder = zone.first_cylinder + static_cast<std::uint32_t>(track_in_zone / heads_);
+    p.head = static_cast<std::uint32_t>(track_in_zone % heads_);
+  }
   p.track = zone.first_track + track_in_zone;
-  p.slot = static_cast<std::uint32_t>((p.sector + (p.track % zone.sectors_per_track) * zone.skew_slots) %
-                                      zone.sectors_per_track);
+  const std::uint64_t track_mod = p.track <= 0xFFFFFFFFu
+                                      ? zone.per_track.Mod(static_cast<std::uint32_t>(p.track))
+                                      : p.track % zone.sectors_per_track;
+  const std::uint64_t angle = p.sector + track_mod * zone.skew_slots;
+  p.slot = static_cast<std::uint32_t>(angle <= 0xFFFFFFFFu
+                                          ? zone.per_track.Mod(static_cast<std::uint32_t>(angle))
+                                          : angle % zone.sectors_per_track);
   return p;
 }
 
 double HddGeometry::ZoneRateBytesPerSec(std::uint32_t z) const {
   const HddZone& zone = zones_[z];
   const double s = zone.sectors_per_track;
-  return s * s * bytes_per_sector_ * 1e12 /
-         ((s + zone.skew_slots) * static_cast<double>(rev_ps_));
+  return s * s * bytes_per_sector_ * 1e12 / ((s + zone.skew_slots) * static_cast<double>(rev_ps_));
 }
 
 }  // namespace devmodel::internal

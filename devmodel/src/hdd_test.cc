@@ -1,9 +1,10 @@
+#include "devmodel/hdd.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "devmodel/hdd.h"
 #include "hdd_geometry.h"
 #include "rng.h"
 #include "test_util.h"
@@ -56,16 +57,15 @@ TEST(HddTest, Qd1RandomReadsAverageSeekPlusHalfRevolutionPlusTransfer) {
   EXPECT_EQ(hdd->rotation_rate_rpm(), 7200u);
   internal::Rng rng(5);
   const std::uint64_t blocks = c.capacity_bytes / 4096;
-  const auto done = testing::RunClosedLoop(*hdd, 1, 4000, [&](TimeNs) {
-    return Read(rng.Below(blocks) * 4096, 4096);
-  });
+  const auto done = testing::RunClosedLoop(
+      *hdd, 1, 4000, [&](TimeNs) { return Read(rng.Below(blocks) * 4096, 4096); });
   double sum = 0;
   for (const auto& f : done) sum += static_cast<double>(f.completed_ns - f.submitted_ns);
   const double mean = sum / done.size();
   const double rev = 60e9 / c.rpm;
   const double mean_rate = (210.0 + 100.0) / 2 * 1e6;  // zones are equal in cylinders
-  const double expected = c.average_seek_ns + rev / 2 + 4096 / mean_rate * 1e9 +
-                          c.command_overhead_ns;
+  const double expected =
+      c.average_seek_ns + rev / 2 + 4096 / mean_rate * 1e9 + c.command_overhead_ns;
   printf("[ measured ] QD1 random 4K read: %.3f ms (expected %.3f ms)\n", mean / 1e6,
          expected / 1e6);
   EXPECT_NEAR(mean, expected, 0.05 * expected);
@@ -92,9 +92,10 @@ TEST(HddTest, SequentialThroughputMatchesOuterAndInnerZone) {
   const auto& inner = g.zones().back();
   const double outer_rate = SequentialMbS(c, 0);
   const double inner_rate = SequentialMbS(c, inner.first_lba * c.logical_block_bytes);
-  printf("[ measured ] sequential 1 MiB reads: outer %.1f MB/s (profile %.0f), inner %.1f MB/s "
-         "(profile %.0f)\n",
-         outer_rate, c.zone_mb_s.front(), inner_rate, c.zone_mb_s.back());
+  printf(
+      "[ measured ] sequential 1 MiB reads: outer %.1f MB/s (profile %.0f), inner %.1f MB/s "
+      "(profile %.0f)\n",
+      outer_rate, c.zone_mb_s.front(), inner_rate, c.zone_mb_s.back());
   EXPECT_NEAR(outer_rate, c.zone_mb_s.front(), 0.02 * c.zone_mb_s.front());
   EXPECT_NEAR(inner_rate, c.zone_mb_s.back(), 0.02 * c.zone_mb_s.back());
 }
@@ -105,9 +106,8 @@ double RandomReadIops(QueuePolicy policy, int depth) {
   auto hdd = Make(c);
   internal::Rng rng(9);
   const std::uint64_t blocks = c.capacity_bytes / 4096;
-  const auto done = testing::RunClosedLoop(*hdd, depth, 3000, [&](TimeNs) {
-    return Read(rng.Below(blocks) * 4096, 4096);
-  });
+  const auto done = testing::RunClosedLoop(
+      *hdd, depth, 3000, [&](TimeNs) { return Read(rng.Below(blocks) * 4096, 4096); });
   return done.size() / (done.back().completed_ns / 1e9);
 }
 
@@ -115,8 +115,10 @@ TEST(HddTest, SptfAtDepth32BeatsFifoOnRandomReads) {
   const double fifo = RandomReadIops(QueuePolicy::kFifo, 32);
   const double sptf = RandomReadIops(QueuePolicy::kSptf, 32);
   const double sptf1 = RandomReadIops(QueuePolicy::kSptf, 1);
-  printf("[ measured ] random 4K reads: FIFO QD32 %.0f IOPS, SPTF QD32 %.0f IOPS, SPTF QD1 %.0f IOPS\n",
-         fifo, sptf, sptf1);
+  printf(
+      "[ measured ] random 4K reads: FIFO QD32 %.0f IOPS, SPTF QD32 %.0f IOPS, SPTF QD1 %.0f "
+      "IOPS\n",
+      fifo, sptf, sptf1);
   EXPECT_GT(sptf, 1.5 * fifo);
   EXPECT_NEAR(sptf1, fifo, 0.1 * fifo);  // nothing to reorder at depth 1
 }

@@ -88,7 +88,9 @@ struct Section {
 std::vector<Key> DeviceKeys() {
   Key model = MakeKey("model", Key::Type::kChoice);
   model.choices = {"ssd", "hdd", "cloud", "zero"};
-  model.set_choice = [](void* c, const std::string& v) { static_cast<DeviceSection*>(c)->model = v; };
+  model.set_choice = [](void* c, const std::string& v) {
+    static_cast<DeviceSection*>(c)->model = v;
+  };
   Key name = MakeKey("name", Key::Type::kChoice);  // free text: empty choice list
   name.set_choice = [](void* c, const std::string& v) { static_cast<DeviceSection*>(c)->name = v; };
   return {model, name};
@@ -128,8 +130,7 @@ std::vector<Key> SsdKeys() {
       Bool("suspend", &C::suspend_enabled),
       Scaled("suspend_latency_us", &C::suspend_latency_ns, 0, 100000, 1e3, "us"),
       pre,
-      Real("precondition_overwrite_factor", &C::precondition_overwrite_factor, 0, 16,
-           "x capacity"),
+      Real("precondition_overwrite_factor", &C::precondition_overwrite_factor, 0, 16, "x capacity"),
   };
 }
 
@@ -140,7 +141,8 @@ std::vector<Key> HddKeys() {
   policy.set_choice = [](void* c, const std::string& v) {
     static_cast<C*>(c)->queue_policy = v == "fifo" ? QueuePolicy::kFifo : QueuePolicy::kSptf;
   };
-  Key zones = MakeKey("zone_mb_s", Key::Type::kNumberList, 1, 5000, "MB/s per zone, outermost first");
+  Key zones =
+      MakeKey("zone_mb_s", Key::Type::kNumberList, 1, 5000, "MB/s per zone, outermost first");
   zones.set_list = [](void* c, const std::vector<double>& v) { static_cast<C*>(c)->zone_mb_s = v; };
   return {
       Int("capacity_bytes", &C::capacity_bytes, 1 << 20, 0x1p60, "bytes"),
@@ -206,7 +208,8 @@ std::string FormatNumber(double v) {
 
 std::string RangeText(const Key& k) {
   switch (k.type) {
-    case Key::Type::kBool: return "true or false";
+    case Key::Type::kBool:
+      return "true or false";
     case Key::Type::kChoice: {
       if (k.choices.empty()) return "a string";
       std::string s = "one of";
@@ -264,7 +267,8 @@ class Loader {
       if (key == nullptr) {
         std::string allowed;
         for (const Key& k : keys) allowed += (allowed.empty() ? "" : ", ") + std::string(k.name);
-        return Fail(v, "unknown key '" + full + "' (allowed in [" + section + "]: " + allowed + ")");
+        return Fail(v,
+                    "unknown key '" + full + "' (allowed in [" + section + "]: " + allowed + ")");
       }
       const std::string want = "key '" + full + "' must be " + RangeText(*key);
       switch (key->type) {
@@ -338,19 +342,22 @@ class Loader {
     const std::vector<std::string> sections = {"device", "ssd", "hdd", "zero", "cloud"};
     for (const auto& kv : root.as_table()) {
       if (std::find(sections.begin(), sections.end(), kv.first) == sections.end()) {
-        Fail(kv.second, "unknown section '" + kv.first +
-                            "' (allowed: device, ssd, hdd, zero, cloud)");
+        Fail(kv.second,
+             "unknown section '" + kv.first + "' (allowed: device, ssd, hdd, zero, cloud)");
         return nullptr;
       }
     }
     if (!root.contains("device")) {
-      *error_ = name_ + ": missing section [device] (with model = \"ssd\" | \"hdd\" | \"cloud\" | \"zero\")";
+      *error_ =
+          name_ +
+          ": missing section [device] (with model = \"ssd\" | \"hdd\" | \"cloud\" | \"zero\")";
       return nullptr;
     }
     DeviceSection dev;
     if (!Apply(root, "device", DeviceKeys(), &dev)) return nullptr;
     if (dev.model.empty()) {
-      Fail(root.at("device"), "missing key 'device.model' (one of \"ssd\" \"hdd\" \"cloud\" \"zero\")");
+      Fail(root.at("device"),
+           "missing key 'device.model' (one of \"ssd\" \"hdd\" \"cloud\" \"zero\")");
       return nullptr;
     }
     std::string inner = dev.model;
@@ -437,11 +444,14 @@ std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
 
 std::string ProfileKeyReference() {
   std::string out;
-  const std::vector<Section> sections = {
-      {"device", DeviceKeys()}, {"ssd", SsdKeys()}, {"hdd", HddKeys()},
-      {"zero", ZeroKeys()}, {"cloud", CloudKeys()}};
+  const std::vector<Section> sections = {{"device", DeviceKeys()},
+                                         {"ssd", SsdKeys()},
+                                         {"hdd", HddKeys()},
+                                         {"zero", ZeroKeys()},
+                                         {"cloud", CloudKeys()}};
   for (const Section& s : sections) {
-    for (const Key& k : s.keys) out += std::string(s.name) + "." + k.name + ": " + RangeText(k) + "\n";
+    for (const Key& k : s.keys)
+      out += std::string(s.name) + "." + k.name + ": " + RangeText(k) + "\n";
   }
   return out;
 }

@@ -30,25 +30,28 @@ class Rng {
   // Uniform in [0, n) by Lemire's multiply-shift (bias < n / 2^64).
   // REQUIRES: n > 0.
   std::uint64_t Below(std::uint64_t n) {
-    return static_cast<std::uint64_t>(
-        (static_cast<unsigned __int128>(Next()) * n) >> 64);
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
   }
 
   // Uniform in [0, 1) with 53 bits.
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
   // Exponential with the given mean; uses DeterministicLog, not libm.
-  double Exponential(double mean) {
-    return -mean * DeterministicLog(1.0 - Uniform());
-  }
+  double Exponential(double mean) { return -mean * DeterministicLog(1.0 - Uniform()); }
 
   // Natural log built from + - * / only (IEEE-exact operations), so results
   // do not depend on the libm version. |error| < 1e-12 relative for x > 0.
   static double DeterministicLog(double x) {
     if (x <= 0) return -745.0;  // ~ log of the smallest subnormal
     int exponent = 0;
-    while (x >= 2.0) { x *= 0.5; ++exponent; }
-    while (x < 1.0) { x *= 2.0; --exponent; }
+    while (x >= 2.0) {
+      x *= 0.5;
+      ++exponent;
+    }
+    while (x < 1.0) {
+      x *= 2.0;
+      --exponent;
+    }
     // x in [1, 2): log(x) = 2 atanh((x-1)/(x+1)), |z| <= 1/3.
     const double z = (x - 1.0) / (x + 1.0);
     const double z2 = z * z;
@@ -61,9 +64,7 @@ class Rng {
   }
 
  private:
-  static std::uint64_t Rotl(std::uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-  }
+  static std::uint64_t Rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   static std::uint64_t SplitMix64(std::uint64_t* state) {
     std::uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -7,15 +7,15 @@
 namespace devmodel {
 
 std::uint64_t SsdRawBytes(const SsdConfig& c) {
-  return std::uint64_t{c.channels} * c.dies_per_channel * c.planes_per_die *
-         c.blocks_per_plane * c.pages_per_block * c.page_bytes;
+  return std::uint64_t{c.channels} * c.dies_per_channel * c.planes_per_die * c.blocks_per_plane *
+         c.pages_per_block * c.page_bytes;
 }
 
 namespace {
 
 std::string Range(const char* field, std::uint64_t lo, std::uint64_t hi) {
-  return std::string(field) + " must be in [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]";
+  return std::string(field) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+         "]";
 }
 
 }  // namespace
@@ -27,8 +27,9 @@ std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::stri
   };
   if (c.channels == 0 || c.dies_per_channel == 0 || c.planes_per_die == 0 ||
       c.blocks_per_plane == 0 || c.pages_per_block == 0) {
-    return fail("ssd geometry: channels, dies_per_channel, planes_per_die, "
-                "blocks_per_plane and pages_per_block must be >= 1");
+    return fail(
+        "ssd geometry: channels, dies_per_channel, planes_per_die, "
+        "blocks_per_plane and pages_per_block must be >= 1");
   }
   if (c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) {
     return fail("logical_block_bytes must be 512 or 4096");
@@ -54,18 +55,26 @@ std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::stri
   g.slots_per_block = g.slots_per_program * c.pages_per_block;
   g.gc_foreground_free_blocks = c.gc_foreground_free_blocks;
   g.gc_background_free_blocks = c.gc_background_free_blocks;
+  if (std::uint64_t{g.slots_per_program} * c.pages_per_block > internal::Ftl::kMaxSlotsPerBlock) {
+    return fail("ssd geometry: a block may hold at most " +
+                std::to_string(internal::Ftl::kMaxSlotsPerBlock) +
+                " mapping units (planes_per_die x pages_per_block x page_bytes / "
+                "mapping_unit_bytes)");
+  }
   const std::uint64_t raw_slots = std::uint64_t{g.dies} * g.blocks_per_die * g.slots_per_block;
   if (raw_slots >= 0xFFFFFFFFull) {
-    return fail("ssd geometry: raw capacity / mapping_unit_bytes must be < 2^32 "
-                "(raise mapping_unit_bytes)");
+    return fail(
+        "ssd geometry: raw capacity / mapping_unit_bytes must be < 2^32 "
+        "(raise mapping_unit_bytes)");
   }
   const std::uint64_t raw = SsdRawBytes(c);
   // Each die needs its share of user data plus the GC reserve, two open blocks
   // and one block of slack, or GC could find no victim worth collecting.
-  const std::uint64_t max_cap = (g.blocks_per_die > c.gc_foreground_free_blocks + 3)
-      ? std::uint64_t{g.blocks_per_die - c.gc_foreground_free_blocks - 3} *
-            g.slots_per_block * g.dies * c.mapping_unit_bytes
-      : 0;
+  const std::uint64_t max_cap =
+      (g.blocks_per_die > c.gc_foreground_free_blocks + 3)
+          ? std::uint64_t{g.blocks_per_die - c.gc_foreground_free_blocks - 3} * g.slots_per_block *
+                g.dies * c.mapping_unit_bytes
+          : 0;
   std::uint64_t capacity = c.capacity_bytes;
   if (capacity == 0) {
     capacity = std::min(raw / 100 * 93, max_cap) / c.mapping_unit_bytes * c.mapping_unit_bytes;
@@ -95,29 +104,52 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
     : c_(config),
       capacity_bytes_(geometry.exported_slots * config.mapping_unit_bytes),
       unit_bytes_(config.mapping_unit_bytes),
+      unit_shift_((config.mapping_unit_bytes & (config.mapping_unit_bytes - 1)) == 0
+                      ? __builtin_ctz(config.mapping_unit_bytes)
+                      : -1),
       ftl_(geometry, nullptr),
       dies_(geometry.dies),
+      die_busy_until_(geometry.dies, 0),
       channel_busy_(config.channels, 0),
       read_channel_busy_(config.channels, 0),
       buffer_capacity_units_(config.write_buffer_bytes / config.mapping_unit_bytes) {
   // Preconditioning runs the FTL untimed: the drive starts at t = 0 idle.
-  if (c_.precondition != Precondition::kNone) {
-    const std::uint64_t n = geometry.exported_slots;
-    for (std::uint64_t lpn = 0; lpn < n; ++lpn) ftl_.Write(lpn);
-    if (c_.precondition == Precondition::kSteady) {
-      Rng rng(seed);
-      const auto overwrites =
-          static_cast<std::uint64_t>(c_.precondition_overwrite_factor * static_cast<double>(n));
-      for (std::uint64_t i = 0; i < overwrites; ++i) ftl_.Write(rng.Below(n));
+  const std::uint64_t n = geometry.exported_slots;
+  const auto overwrites =
+      static_cast<std::uint64_t>(c_.precondition_overwrite_factor * static_cast<double>(n));
+  Rng rng(seed);
+  switch (c_.precondition) {
+    case Precondition::kNone:
+      break;
+    case Precondition::kFull:
+      ftl_.ReserveFullMap();
+      for (std::uint64_t lpn = 0; lpn < n; ++lpn) ftl_.Write(lpn);
+      break;
+    case Precondition::kSteady:
+      ftl_.BuildSteadyState(overwrites, rng);
+      break;
+    case Precondition::kSteadySimulated: {
+      ftl_.ReserveFullMap();
+      for (std::uint64_t lpn = 0; lpn < n; ++lpn) ftl_.Write(lpn);
+      std::vector<std::uint64_t> batch(std::min<std::uint64_t>(overwrites, 4096));
+      for (std::uint64_t done = 0; done < overwrites; done += batch.size()) {
+        batch.resize(std::min<std::uint64_t>(batch.size(), overwrites - done));
+        for (std::uint64_t& lpn : batch) lpn = rng.Below(n);
+        ftl_.WriteMany(batch.data(), batch.size());
+      }
+      break;
     }
-    ftl_.FlushPending();
   }
+  ftl_.FlushPending();
   baseline_ = ftl_.counters();
+  for (std::uint32_t units = 0; units <= geometry.slots_per_program; ++units) {
+    channel_ns_.push_back(XferNs(std::uint64_t{units} * unit_bytes_, c_.channel_mb_s));
+  }
   ftl_.set_listener(this);
 }
 
 std::uint32_t SsdModel::DieOfOffset(std::uint64_t offset_bytes) const {
-  const std::uint32_t ppn = ftl_.Lookup(offset_bytes / unit_bytes_);
+  const std::uint32_t ppn = ftl_.Lookup(UnitOf(offset_bytes));
   return ppn == Ftl::kUnmapped ? 0xFFFFFFFFu : ftl_.DieOfPpn(ppn);
 }
 
@@ -131,61 +163,66 @@ TimeNs SsdModel::Admit(TimeNs now) {
 }
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
-  BackgroundGc(now);
+  if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
   const TimeNs start = Admit(now);
   const TimeNs t0 = start + c_.controller_overhead_ns;
   TimeNs done = t0;
   switch (r.op) {
-    case Op::kRead: done = Read(r, t0); break;
-    case Op::kWrite: done = Write(r, t0); break;
-    case Op::kFlush: done = Flush(t0); break;
-    case Op::kTrim: done = Trim(r, t0); break;
+    case Op::kRead:
+      done = Read(r, t0);
+      break;
+    case Op::kWrite:
+      done = Write(r, t0);
+      break;
+    case Op::kFlush:
+      done = Flush(t0);
+      break;
+    case Op::kTrim:
+      done = Trim(r, t0);
+      break;
   }
   inflight_.push(done);
   last_completion_ = std::max(last_completion_, done);
   return {done, true};
 }
 
-TimeNs SsdModel::LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
-  if (c_.host_link_mb_s == 0) return t;
-  const TimeNs start = std::max(t, *link_busy);
-  *link_busy = start + XferNs(bytes, c_.host_link_mb_s);
-  return *link_busy;
-}
-
 bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
   if (ftl_.IsPendingHost(ppn)) return true;
   auto& programs = dies_[ftl_.DieOfPpn(ppn)].programs;
   while (!programs.empty() && programs.front().done <= t) programs.pop_front();
-  const std::uint32_t spb = ftl_.geometry().slots_per_block;
-  const std::uint32_t block = ppn / spb, slot = ppn % spb;
-  for (const InflightProgram& p : programs) {
+  if (programs.empty()) return false;
+  const std::uint32_t block = ftl_.BlockOfPpn(ppn);
+  const std::uint32_t slot = ppn - block * ftl_.geometry().slots_per_block;
+  for (std::size_t i = 0; i < programs.size(); ++i) {
+    const InflightProgram& p = programs[i];
     if (p.block == block && slot >= p.first_slot && slot < p.end_slot) return true;
   }
   return false;
 }
 
-TimeNs SsdModel::ReadPage(std::uint32_t die, TimeNs t, std::uint32_t bytes) {
+TimeNs SsdModel::ReadPage(std::uint32_t die, TimeNs t, std::uint32_t units) {
   DieTimeline& d = dies_[die];
+  TimeNs& busy_until = die_busy_until_[die];
   TimeNs& channel = read_channel_busy_[ChannelOf(die)];
-  while (!d.pe_ops.empty() && d.pe_ops.front().second <= t) d.pe_ops.pop_front();
-  const bool in_progress = !d.pe_ops.empty() && d.pe_ops.front().first <= t;
+  while (!d.pe_ops.empty() && d.pe_ops.front().end <= t) d.pe_ops.pop_front();
+  const bool in_progress = !d.pe_ops.empty() && d.pe_ops.front().start <= t;
   TimeNs start = std::max(t, d.read_busy_until);
   if (in_progress) {
     if (c_.suspend_enabled) {
       start += c_.suspend_latency_ns;  // program/erase paused, resumed after the read
       ++n_.suspends;
     } else {
-      start = std::max(start, d.pe_ops.front().second);
+      start = std::max(start, d.pe_ops.front().end);
     }
   }
   const TimeNs sensed = start + c_.page_read_ns;
   const TimeNs xfer_start = std::max(sensed, channel);
-  channel = xfer_start + XferNs(bytes, c_.channel_mb_s);
+  channel = xfer_start + ChannelNs(units);
   const TimeNs end = channel;
-  const TimeNs die_time = end - start + (in_progress && c_.suspend_enabled ? c_.suspend_latency_ns : 0);
+  const TimeNs die_time =
+      end - start + (in_progress && c_.suspend_enabled ? c_.suspend_latency_ns : 0);
   // Booked program/erase work that the read overtook or paused runs later.
-  d.busy_until = d.busy_until > start ? d.busy_until + die_time : end;
+  busy_until = busy_until > start ? busy_until + die_time : end;
   d.read_busy_until = end;
   d.busy_ns += die_time;
   ++n_.nand_pages_read;
@@ -195,11 +232,10 @@ TimeNs SsdModel::ReadPage(std::uint32_t die, TimeNs t, std::uint32_t bytes) {
 TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
   ++n_.reads;
   n_.host_bytes_read += r.length_bytes;
-  const std::uint32_t spp = ftl_.geometry().slots_per_page;
-  const std::uint64_t first = r.offset_bytes / unit_bytes_;
-  const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / unit_bytes_;
+  const std::uint64_t first = UnitOf(r.offset_bytes);
+  const std::uint64_t last = UnitOf(r.offset_bytes + r.length_bytes - 1);
   TimeNs done = t0;
-  std::uint32_t page = Ftl::kUnmapped, page_die = 0, page_bytes = 0;
+  std::uint32_t page = Ftl::kUnmapped, page_die = 0, page_units = 0;
   for (std::uint64_t lpn = first; lpn <= last; ++lpn) {
     const std::uint32_t ppn = ftl_.Lookup(lpn);
     if (ppn == Ftl::kUnmapped) {
@@ -210,24 +246,25 @@ TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
       ++n_.write_buffer_hits;
       continue;
     }
-    if (ppn / spp == page) {
-      page_bytes += unit_bytes_;
+    const std::uint32_t ppn_page = ftl_.PageOfPpn(ppn);
+    if (ppn_page == page) {
+      ++page_units;
       continue;
     }
-    if (page_bytes != 0) done = std::max(done, ReadPage(page_die, t0, page_bytes));
-    page = ppn / spp;
+    if (page_units != 0) done = std::max(done, ReadPage(page_die, t0, page_units));
+    page = ppn_page;
     page_die = ftl_.DieOfPpn(ppn);
-    page_bytes = unit_bytes_;
+    page_units = 1;
   }
-  if (page_bytes != 0) done = std::max(done, ReadPage(page_die, t0, page_bytes));
+  if (page_units != 0) done = std::max(done, ReadPage(page_die, t0, page_units));
   return LinkTransfer(&link_out_busy_, done, r.length_bytes);
 }
 
 TimeNs SsdModel::Write(const Request& r, TimeNs t0) {
   ++n_.writes;
   n_.host_bytes_written += r.length_bytes;
-  const std::uint64_t first = r.offset_bytes / unit_bytes_;
-  const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / unit_bytes_;
+  const std::uint64_t first = UnitOf(r.offset_bytes);
+  const std::uint64_t last = UnitOf(r.offset_bytes + r.length_bytes - 1);
   const std::uint64_t units = last - first + 1;
   TimeNs t_space = t0;
   if (buffer_capacity_units_ > 0) {
@@ -276,12 +313,12 @@ void SsdModel::BackgroundGc(TimeNs now) {
   // Only when the device has been idle: no command in flight and none for
   // gc_idle_delay_ns. GC steps that would have started during the idle time
   // are scheduled there; the last one may still be running at `now`.
-  if (!gc_background_due_ || now < last_completion_ + c_.gc_idle_delay_ns) return;
+  // REQUIRES (checked by Submit): gc_background_due_ and the idle delay passed.
   const TimeNs idle_from = last_completion_ + c_.gc_idle_delay_ns;
   bool any_below = false;
   for (std::uint32_t die = 0; die < dies_.size(); ++die) {
     while (ftl_.free_blocks(die) < c_.gc_background_free_blocks) {
-      const TimeNs t = std::max(idle_from, dies_[die].busy_until);
+      const TimeNs t = std::max(idle_from, die_busy_until_[die]);
       if (t >= now) {
         any_below = true;
         break;
@@ -297,14 +334,15 @@ void SsdModel::BackgroundGc(TimeNs now) {
 void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
                              std::uint32_t slots, std::uint32_t host_slots) {
   DieTimeline& d = dies_[die];
+  TimeNs& busy_until = die_busy_until_[die];
   TimeNs& channel = channel_busy_[ChannelOf(die)];
-  const TimeNs xfer = XferNs(std::uint64_t{slots} * unit_bytes_, c_.channel_mb_s);
-  const TimeNs start = std::max({dispatch_time_, channel, d.busy_until});
+  const TimeNs xfer = ChannelNs(slots);
+  const TimeNs start = std::max({dispatch_time_, channel, busy_until});
   channel = start + xfer;
-  d.busy_until = start + xfer + c_.page_program_ns;
-  d.pe_ops.emplace_back(start, d.busy_until);
+  busy_until = start + xfer + c_.page_program_ns;
+  d.pe_ops.push_back({start, busy_until});
   d.busy_ns += xfer + c_.page_program_ns;
-  const TimeNs done = d.busy_until;
+  const TimeNs done = busy_until;
   while (!d.programs.empty() && d.programs.front().done <= dispatch_time_) d.programs.pop_front();
   d.programs.push_back({block, first_slot, first_slot + slots, done});
   if (buffer_capacity_units_ > 0) buffer_releases_.emplace(done, host_slots);
@@ -315,15 +353,15 @@ void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32
 
 void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
   DieTimeline& d = dies_[die];
+  TimeNs& busy_until = die_busy_until_[die];
   TimeNs& channel = channel_busy_[ChannelOf(die)];
   const auto& g = ftl_.geometry();
-  const TimeNs page_xfer = XferNs(std::uint64_t{g.slots_per_page} * unit_bytes_, c_.channel_mb_s);
-  const TimeNs prog_xfer =
-      XferNs(std::uint64_t{g.slots_per_program} * unit_bytes_, c_.channel_mb_s);
+  const TimeNs page_xfer = ChannelNs(g.slots_per_page);
+  const TimeNs prog_xfer = ChannelNs(g.slots_per_program);
   const TimeNs work = pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns;
-  const TimeNs start = std::max(dispatch_time_, d.busy_until);
-  d.busy_until = start + work;
-  d.pe_ops.emplace_back(start, d.busy_until);
+  const TimeNs start = std::max(dispatch_time_, busy_until);
+  busy_until = start + work;
+  d.pe_ops.push_back({start, busy_until});
   d.busy_ns += work;
   channel = std::max(channel, start) + pages_read * page_xfer + prog_xfer;
   n_.gc_pages_read += pages_read;
@@ -331,19 +369,24 @@ void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
 
 void SsdModel::OnErase(std::uint32_t die) {
   DieTimeline& d = dies_[die];
-  const TimeNs start = std::max(dispatch_time_, d.busy_until);
-  d.busy_until = start + c_.block_erase_ns;
-  d.pe_ops.emplace_back(start, d.busy_until);
+  TimeNs& busy_until = die_busy_until_[die];
+  const TimeNs start = std::max(dispatch_time_, busy_until);
+  busy_until = start + c_.block_erase_ns;
+  d.pe_ops.push_back({start, busy_until});
   d.busy_ns += c_.block_erase_ns;
 }
 
 std::uint32_t SsdModel::NextHostDie(std::uint32_t previous, std::uint32_t dies) {
   // Dynamic striping: the next program unit goes to the die that frees first
   // (ties in round-robin order), so a die busy with GC does not hold the buffer.
-  std::uint32_t best = (previous + 1) % dies;
-  for (std::uint32_t i = 2; i <= dies; ++i) {
-    const std::uint32_t die = (previous + i) % dies;
-    if (dies_[die].busy_until < dies_[best].busy_until) best = die;
+  const std::uint32_t next = previous + 1 == dies ? 0 : previous + 1;
+  std::uint32_t best = next;
+  TimeNs best_until = die_busy_until_[next];
+  for (std::uint32_t die = next + 1; die < dies; ++die) {
+    if (die_busy_until_[die] < best_until) best_until = die_busy_until_[best = die];
+  }
+  for (std::uint32_t die = 0; next != 0 && die <= previous; ++die) {
+    if (die_busy_until_[die] < best_until) best_until = die_busy_until_[best = die];
   }
   return best;
 }
@@ -390,8 +433,9 @@ std::string SsdModel::CountersJson() const {
 std::uint64_t SsdModel::MemoryBytes() const {
   std::uint64_t bytes = sizeof(*this) + ftl_.MemoryBytes() +
                         dies_.capacity() * sizeof(DieTimeline) + channel_busy_.capacity() * 16;
+  bytes += die_busy_until_.capacity() * sizeof(TimeNs) + channel_ns_.capacity() * sizeof(TimeNs);
   for (const auto& d : dies_) {
-    bytes += d.programs.size() * sizeof(InflightProgram) + d.pe_ops.size() * 16;
+    bytes += d.programs.capacity() * sizeof(InflightProgram) + d.pe_ops.capacity() * sizeof(PeOp);
   }
   return bytes;
 }

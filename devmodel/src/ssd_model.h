@@ -13,12 +13,13 @@
 #ifndef DEVMODEL_SRC_SSD_MODEL_H_
 #define DEVMODEL_SRC_SSD_MODEL_H_
 
-#include <deque>
+#include <algorithm>
 #include <queue>
 #include <vector>
 
 #include "devmodel/ssd.h"
 #include "ftl.h"
+#include "ring.h"
 
 namespace devmodel::internal {
 
@@ -36,21 +37,23 @@ class SsdModel final : public Device, private FtlListener {
   const Ftl& ftl() const { return ftl_; }
   std::uint32_t DieOfOffset(std::uint64_t offset_bytes) const;  // -1u if unmapped
   std::uint32_t die_count() const { return static_cast<std::uint32_t>(dies_.size()); }
-  TimeNs die_busy_until(std::uint32_t die) const { return dies_[die].busy_until; }
+  TimeNs die_busy_until(std::uint32_t die) const { return die_busy_until_[die]; }
 
  private:
   struct InflightProgram {
     std::uint32_t block, first_slot, end_slot;
     TimeNs done;
   };
+  struct PeOp {
+    TimeNs start, end;
+  };
   struct DieTimeline {
-    TimeNs busy_until = 0;       // all booked work: reads, programs, GC, erases
     TimeNs read_busy_until = 0;  // end of the last host read on this die
     std::uint64_t busy_ns = 0;
     // Program/erase operations booked on the die, in time order: a read waits
     // for the one in progress (or suspends it) and overtakes those not started.
-    std::deque<std::pair<TimeNs, TimeNs>> pe_ops;  // (start, end)
-    std::deque<InflightProgram> programs;  // host programs not yet durable
+    Ring<PeOp> pe_ops;
+    Ring<InflightProgram> programs;  // host programs not yet durable
   };
 
   TimeNs Admit(TimeNs now);
@@ -59,13 +62,28 @@ class SsdModel final : public Device, private FtlListener {
   TimeNs Flush(TimeNs t0);
   TimeNs Trim(const Request& r, TimeNs t0);
   void BackgroundGc(TimeNs now);
-  TimeNs ReadPage(std::uint32_t die, TimeNs t, std::uint32_t bytes);
+  TimeNs ReadPage(std::uint32_t die, TimeNs t, std::uint32_t units);  // units of one page
   bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
-  TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes);
+  TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
+    if (c_.host_link_mb_s == 0) return t;
+    if (bytes != link_memo_bytes_) {
+      link_memo_bytes_ = bytes;
+      link_memo_ns_ = XferNs(bytes, c_.host_link_mb_s);
+    }
+    const TimeNs start = std::max(t, *link_busy);
+    *link_busy = start + link_memo_ns_;
+    return *link_busy;
+  }
   std::uint32_t ChannelOf(std::uint32_t die) const { return die % c_.channels; }
-  TimeNs XferNs(std::uint64_t bytes, std::uint32_t mb_s) const {
+  // Mapping unit holding byte `offset` (a shift when the unit is a power of 2).
+  std::uint64_t UnitOf(std::uint64_t offset) const {
+    return unit_shift_ >= 0 ? offset >> unit_shift_ : offset / unit_bytes_;
+  }
+  static TimeNs XferNs(std::uint64_t bytes, std::uint32_t mb_s) {
     return mb_s == 0 ? 0 : (bytes * 1000 + mb_s - 1) / mb_s;
   }
+  // XferNs(units x unit_bytes_, channel_mb_s) for units <= slots per program.
+  TimeNs ChannelNs(std::uint32_t units) const { return channel_ns_[units]; }
 
   // FtlListener: schedules at dispatch_time_.
   void OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
@@ -77,9 +95,16 @@ class SsdModel final : public Device, private FtlListener {
   SsdConfig c_;
   std::uint64_t capacity_bytes_;
   std::uint32_t unit_bytes_;
+  int unit_shift_;  // log2(unit_bytes_), or -1 if not a power of two
   Ftl ftl_;
   FtlCounters baseline_;  // FTL counters after preconditioning
   std::vector<DieTimeline> dies_;
+  // Per die, all booked work (reads, programs, GC, erases) ends by then; kept
+  // apart from DieTimeline so that picking the least busy die reads 8 lines.
+  std::vector<TimeNs> die_busy_until_;
+  std::vector<TimeNs> channel_ns_;         // see ChannelNs()
+  std::uint64_t link_memo_bytes_ = 0;      // last host-link transfer size...
+  TimeNs link_memo_ns_ = 0;                // ...and its duration
   std::vector<TimeNs> channel_busy_;       // program and GC transfers
   std::vector<TimeNs> read_channel_busy_;  // host read transfers (prioritized)
   TimeNs link_in_busy_ = 0, link_out_busy_ = 0;

@@ -1,11 +1,14 @@
+#include "devmodel/ssd.h"
+
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "devmodel/ssd.h"
 #include "rng.h"
 #include "ssd_model.h"
+#include "test_util.h"
 
 namespace devmodel {
 namespace {
@@ -56,8 +59,8 @@ TEST(SsdTest, Qd1ReadIsReadTimePlusTransfersPlusOverhead) {
   ssd->Submit(Rq(Op::kFlush, 0, 0), 10);
   const TimeNs now = kSecond;  // long after the program finished
   const Completion done = ssd->Submit(Rq(Op::kRead, 0, 4096), now);
-  const TimeNs channel = (4096 * 1000 + 799) / 800;   // 5120 ns
-  const TimeNs link = (4096 * 1000 + 3199) / 3200;    // 1280 ns
+  const TimeNs channel = (4096 * 1000 + 799) / 800;  // 5120 ns
+  const TimeNs link = (4096 * 1000 + 3199) / 3200;   // 1280 ns
   EXPECT_TRUE(done.final);
   EXPECT_EQ(done.deadline_ns - now, c.controller_overhead_ns + c.page_read_ns + channel + link);
   EXPECT_EQ(Counters(*ssd)["nand_pages_read"], 1);
@@ -171,7 +174,8 @@ TEST(SsdTest, FullDriveStallsButNeverDropsWrites) {
   const std::uint64_t units = ssd->capacity_bytes() / 4096;
   TimeNs now = 0, latest = 0;
   for (int i = 0; i < 100000; ++i) {
-    latest = std::max(latest, ssd->Submit(Rq(Op::kWrite, rng.Below(units) * 4096, 4096), now).deadline_ns);
+    latest = std::max(latest,
+                      ssd->Submit(Rq(Op::kWrite, rng.Below(units) * 4096, 4096), now).deadline_ns);
     now += 2000;  // 500K IOPS offered: far beyond what the drive sustains
   }
   const auto j = Counters(*ssd);
@@ -223,13 +227,14 @@ TEST(SsdTest, ReadsWaitForGcAndMuchLessWithSuspend) {
   double off_worst = 0, on_worst = 0;
   const double off = MeanReadLatencyUnderGc(false, &off_counters, &off_worst);
   const double on = MeanReadLatencyUnderGc(true, &on_counters, &on_worst);
-  printf("[ measured ] 4K reads on a die busy with GC/programs: mean %.1f us, max %.1f us without "
-         "suspend; mean %.1f us, max %.1f us with (GC runs %d, WAF %.2f, suspends %d)\n",
-         off / 1e3, off_worst / 1e3, on / 1e3, on_worst / 1e3, off_counters["gc_runs"].get<int>(),
-         off_counters["waf"].get<double>(), on_counters["suspends"].get<int>());
+  printf(
+      "[ measured ] 4K reads on a die busy with GC/programs: mean %.1f us, max %.1f us without "
+      "suspend; mean %.1f us, max %.1f us with (GC runs %d, WAF %.2f, suspends %d)\n",
+      off / 1e3, off_worst / 1e3, on / 1e3, on_worst / 1e3, off_counters["gc_runs"].get<int>(),
+      off_counters["waf"].get<double>(), on_counters["suspends"].get<int>());
   EXPECT_GT(off_counters["gc_runs"].get<int>(), 100);
-  EXPECT_GT(off, 200000.0);           // waits for the program/erase in progress
-  EXPECT_GT(off_worst, 2000000.0);    // an erase or a GC step: milliseconds
+  EXPECT_GT(off, 200000.0);         // waits for the program/erase in progress
+  EXPECT_GT(off_worst, 2000000.0);  // an erase or a GC step: milliseconds
   EXPECT_LT(on * 3, off);
   EXPECT_LT(on_worst * 10, off_worst);  // the tail shrinks by an order of magnitude
 }
@@ -253,6 +258,46 @@ TEST(SsdTest, SparseStateFourTebibytesWithEightGibibytesWritten) {
   printf("[ measured ] 4 TiB SSD: %.1f MiB empty, %.1f MiB after 8 GiB written\n",
          before / 1048576.0, after / 1048576.0);
   EXPECT_LT(after, 128ull << 20);
+}
+
+// The worst case for the mapping: 8 GiB of 4 KiB writes scattered uniformly
+// over 4 TiB (about two per 16 MiB region). The model's own count, the malloc
+// heap and the resident memory all grow by less than 128 MiB, and resident
+// growth (huge-page pools are mapped fresh) does not exceed the model's count.
+TEST(SsdTest, SparseStateHoldsForScatteredWrites) {
+  SsdConfig c;
+  c.channels = 8;
+  c.dies_per_channel = 8;
+  c.planes_per_die = 4;
+  c.blocks_per_plane = 1400;
+  c.pages_per_block = 768;
+  c.page_bytes = 16384;
+  c.capacity_bytes = 4ull << 40;
+  const struct mallinfo2 heap_before = mallinfo2();
+  const std::uint64_t rss_before = testing::ResidentBytes();
+  auto ssd = Make(c);
+  internal::Rng rng(21);
+  const std::uint64_t units = c.capacity_bytes / 4096;
+  TimeNs now = 0;
+  for (std::uint64_t written = 0; written < (8ull << 30); written += 4096) {
+    now += 2000;
+    ssd->Submit(Rq(Op::kWrite, rng.Below(units) * 4096, 4096), now);
+  }
+  const struct mallinfo2 heap_after = mallinfo2();
+  const double heap = static_cast<double>(heap_after.uordblks + heap_after.hblkhd) -
+                      static_cast<double>(heap_before.uordblks + heap_before.hblkhd);
+  const double rss =
+      static_cast<double>(testing::ResidentBytes()) - static_cast<double>(rss_before);
+  const double model = static_cast<double>(ssd->MemoryBytes());
+  printf(
+      "[ measured ] 4 TiB SSD, 8 GiB of scattered 4K writes: model %.1f MiB, malloc heap "
+      "+%.1f MiB, resident +%.1f MiB\n",
+      model / 1048576.0, heap / 1048576.0, rss / 1048576.0);
+  EXPECT_LT(model, 128.0 * (1 << 20));
+  EXPECT_LT(heap, 128.0 * (1 << 20));
+  EXPECT_LT(rss, 128.0 * (1 << 20));
+  EXPECT_LT(rss, 1.1 * model + 4.0 * (1 << 20));
+  EXPECT_EQ(Counters(*ssd)["dropped_writes"], 0);
 }
 
 TEST(SsdTest, RejectsInconsistentGeometry) {

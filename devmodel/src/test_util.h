@@ -1,10 +1,13 @@
 // Test helpers: a closed-loop host that keeps `depth` requests outstanding and
 // follows the completion protocol (poll when a deadline is not final), as the
-// QEMU glue will. Test-only; fixed seeds.
+// QEMU glue will, and the process's resident memory. Test-only; fixed seeds.
 #ifndef DEVMODEL_SRC_TEST_UTIL_H_
 #define DEVMODEL_SRC_TEST_UTIL_H_
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <utility>
@@ -26,7 +29,11 @@ inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
                                            TimeNs start_ns = 0) {
   std::vector<Finished> done;
   // (event time, tag) -> (request, submitted, final)
-  struct Pending { Request r; TimeNs submitted; bool final; };
+  struct Pending {
+    Request r;
+    TimeNs submitted;
+    bool final;
+  };
   std::multimap<std::pair<TimeNs, std::uint64_t>, Pending> events;
   std::uint64_t tag = 0;
   int issued = 0;
@@ -52,6 +59,16 @@ inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
     if (issued < count) submit(now);
   }
   return done;
+}
+
+// Resident memory of this process in bytes (/proc/self/statm), 0 if unknown.
+inline std::uint64_t ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int fields = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return fields == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace devmodel::testing

@@ -34,10 +34,11 @@ class ZeroDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> NewZero(const ZeroConfig& c, std::string* error) {
-  if ((c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) ||
-      c.capacity_bytes == 0 || c.capacity_bytes % c.logical_block_bytes != 0) {
+  if ((c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) || c.capacity_bytes == 0 ||
+      c.capacity_bytes % c.logical_block_bytes != 0) {
     if (error != nullptr) {
-      *error = "zero: capacity_bytes must be a positive multiple of logical_block_bytes (512 or 4096)";
+      *error =
+          "zero: capacity_bytes must be a positive multiple of logical_block_bytes (512 or 4096)";
     }
     return nullptr;
   }

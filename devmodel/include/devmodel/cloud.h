@@ -26,24 +26,23 @@ struct CloudConfig {
   std::uint32_t iops_per_gib = 0;
   std::uint32_t iops_baseline_min = 100;
   std::uint32_t iops_baseline_max = 16000;
-  std::uint32_t iops_cap = 3000;          // fixed IOPS cap (gp3) when iops_per_gib == 0
+  std::uint32_t iops_cap = 3000;  // fixed IOPS cap (gp3) when iops_per_gib == 0
 
   // Burst bucket (gp2): while credits last, I/O runs at iops_burst; credits
   // refill at the baseline rate and the bucket starts full. 0 = no burst.
   std::uint32_t iops_burst = 0;
   std::uint64_t burst_credits = 5400000;  // bucket size in I/O credits
 
-  std::uint32_t throughput_mib_s = 125;   // bandwidth cap, MiB/s (2^20 bytes)
-  std::uint32_t io_unit_bytes = 262144;   // accounting unit: 256 KiB
+  std::uint32_t throughput_mib_s = 125;  // bandwidth cap, MiB/s (2^20 bytes)
+  std::uint32_t io_unit_bytes = 262144;  // accounting unit: 256 KiB
 
-  std::uint64_t latency_floor_ns = 500000;       // network round trip floor
+  std::uint64_t latency_floor_ns = 500000;        // network round trip floor
   std::uint64_t latency_jitter_mean_ns = 100000;  // mean of the exponential part
 };
 
 // Wraps `backing`, which must return final deadlines. Returns nullptr and sets
 // *error on an invalid config. `seed` drives the network jitter.
-std::unique_ptr<Device> NewCloudVolume(const CloudConfig& config,
-                                       std::unique_ptr<Device> backing,
+std::unique_ptr<Device> NewCloudVolume(const CloudConfig& config, std::unique_ptr<Device> backing,
                                        std::uint64_t seed, std::string* error);
 
 }  // namespace devmodel

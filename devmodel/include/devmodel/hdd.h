@@ -25,7 +25,7 @@ struct HddConfig {
   std::uint64_t capacity_bytes = 1000204886016ull;  // 1 TB (IDEMA LBA count x 512)
   std::uint32_t logical_block_bytes = 512;
   std::uint32_t rpm = 7200;
-  std::uint32_t heads = 2;                           // recording surfaces
+  std::uint32_t heads = 2;  // recording surfaces
   // Sustained media rate of each zone, outermost first, in MB/s (1e6 B/s);
   // every zone has the same number of cylinders. Sectors per track are derived
   // so that a zone's sequential rate, track switches included, equals this.
@@ -37,13 +37,13 @@ struct HddConfig {
   std::uint64_t head_switch_ns = 1000000;  // also the track skew
   std::uint64_t write_settle_ns = 500000;  // extra before a write after a seek
   std::uint64_t command_overhead_ns = 50000;
-  std::uint32_t interface_mb_s = 600;      // SATA 6 Gb/s payload rate
+  std::uint32_t interface_mb_s = 600;  // SATA 6 Gb/s payload rate
 
-  std::uint64_t cache_bytes = 64ull << 20;  // write-back budget for dirty data
+  std::uint64_t cache_bytes = 64ull << 20;      // write-back budget for dirty data
   std::uint64_t read_ahead_bytes = 1ull << 20;  // read-ahead window after a read
-  std::uint32_t cache_segments = 16;        // read-ahead segments kept
-  bool write_cache = true;                  // false = write-through
-  std::uint64_t flush_overhead_ns = 100000; // FLUSH CACHE on a clean cache
+  std::uint32_t cache_segments = 16;            // read-ahead segments kept
+  bool write_cache = true;                      // false = write-through
+  std::uint64_t flush_overhead_ns = 100000;     // FLUSH CACHE on a clean cache
 
   QueuePolicy queue_policy = QueuePolicy::kFifo;
   std::uint64_t sptf_max_wait_ns = 500000000;  // oldest first after this wait

@@ -22,8 +22,7 @@ std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
                                     std::string* error);
 
 // Same, from TOML text; `name` stands in for the path in error messages.
-std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text,
-                                              const std::string& name,
+std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
                                               std::uint64_t seed, std::string* error);
 
 // One line per accepted key: "<section>.<key> <type> [lo, hi] <unit>".
