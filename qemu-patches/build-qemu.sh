@@ -2,8 +2,9 @@
 # Builds qemu-system-x86_64, qemu-img and the disk qtests from Debian's qemu
 # source package plus the patches in qemu-patches/series, caches the result
 # in ${BLKLAB_CACHE:-~/.cache/blklab}/qemu/<key>/ and points build/qemu at it.
-# <key> hashes the source and firmware versions, the series and this script;
-# a cached entry is reused without network access.
+# <key> hashes the source and firmware versions, the series, this script and
+# the libdevmodel sources QEMU links; a cached entry is reused without network
+# access.
 #
 # Usage: build-qemu.sh              build or reuse, then link build/qemu
 #        build-qemu.sh --extract DIR
@@ -49,6 +50,18 @@ build_targets=(
     tests/qtest/qos-test
     tests/qtest/ide-test
     tests/qtest/ahci-test
+    tests/qtest/blklab-nvme-test
+)
+# libdevmodel (blklab's device timing models) is built with the repository's
+# CMake tree, static and position-independent, installed into a staging
+# prefix inside the QEMU build directory and passed to configure as
+# --devmodel=PREFIX. These are the files that build uses, relative to the
+# repository root; all of them are hashed into <key>. Unit tests are not built.
+devmodel_inputs=(CMakeLists.txt devmodel/CMakeLists.txt devmodel/include devmodel/src)
+devmodel_cmake_flags=(
+    -DCMAKE_BUILD_TYPE=Release
+    -DBUILD_TESTING=OFF
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON
 )
 # Firmware QEMU loads at run time, as package:path from Debian's binary
 # packages: SeaBIOS, the VGA BIOS, and the ROMs of the NICs "pc" and "q35"
@@ -212,6 +225,24 @@ series_patches() {
         "$patch_dir/series"
 }
 
+# Prints the files of devmodel_inputs that the library build reads, sorted,
+# relative to the repository root (unit tests excluded).
+devmodel_files() {
+    (cd "$repo_root" &&
+     find "${devmodel_inputs[@]}" -type f ! -name '*_test.cc' -print0 |
+     LC_ALL=C sort -z | tr '\0' '\n')
+}
+
+# Sets devmodel_sha256: every file devmodel_files names, with its path.
+hash_devmodel() {
+    local f
+    devmodel_sha256=$(
+        while read -r f; do
+            printf '\0%s\0' "$f"
+            cat "$repo_root/$f"
+        done < <(devmodel_files) | sha256sum | cut -d' ' -f1)
+}
+
 # Sets series_sha256 (series file and every patch it names) and key.
 compute_key() {
     local p
@@ -227,6 +258,7 @@ compute_key() {
     key=$(
         {
             printf 'qemu %s\nseries %s\n' "$qemu_version" "$series_sha256"
+            printf 'devmodel %s\n' "$devmodel_sha256"
             firmware_list
             cat "$self"
         } | sha256sum | cut -c1-16)
@@ -309,16 +341,19 @@ extract_only() {
 write_manifest() {
     local dest=$1 started=$2
     /usr/bin/python3 - "$dest/manifest.json" "$key" "$qemu_version" \
-        "$(firmware_list)" "$series_sha256" "$(( $(date +%s) - started ))" \
+        "$(firmware_list)" "$series_sha256:$devmodel_sha256" \
+        "$(( $(date +%s) - started ))" \
         "$("$dest/bin/qemu-system-x86_64" --version | head -n1)" \
         "$(series_patches)" -- "${all_flags[@]}" <<'EOF'
 import datetime, json, os, sys
-path, key, qemu, firmware, series, secs, ver, patches = sys.argv[1:9]
+path, key, qemu, firmware, hashes, secs, ver, patches = sys.argv[1:9]
+series, devmodel = hashes.split(":")
 manifest = {
     "schema_version": 1,
     "cache_key": key,
     "qemu_source": {"package": "qemu", "version": qemu},
     "series_sha256": series,
+    "devmodel_sha256": devmodel,
     "series": [p for p in patches.split("\n") if p],
     "firmware_packages": dict(l.split("=", 1) for l in firmware.split("\n") if l),
     "configure_flags": sys.argv[10:],
@@ -358,8 +393,11 @@ build_entry() {
     apply_series "$src"
     unpack_firmware "$work/firmware"
 
+    build_devmodel "$bld/devmodel-build" "$bld/devmodel"
+
     all_flags=(--prefix="$entry"
                "--with-pkgversion=Debian $qemu_version, blklab ${series_sha256:0:12}"
+               "--devmodel=$bld/devmodel"
                "${configure_flags[@]}")
     log "configuring (log: $build_log)"
     mkdir -p "$bld"
@@ -373,7 +411,8 @@ build_entry() {
     mkdir -p "$stage/bin" "$stage/qtest" "$stage/share/qemu"
     install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"
     install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
-        "$bld/tests/qtest/ahci-test" "$stage/qtest/"
+        "$bld/tests/qtest/ahci-test" "$bld/tests/qtest/blklab-nvme-test" \
+        "$stage/qtest/"
     for r in "${option_roms[@]}"; do
         install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
     done
@@ -386,6 +425,18 @@ build_entry() {
     write_manifest "$stage" "$started"
     mv -T "$stage" "$entry"
     log "built $entry in $(( $(date +%s) - started )) s"
+}
+
+# Builds libdevmodel from the repository into the staging prefix $2
+# (include/devmodel/*.h, lib/libdevmodel.a), using $1 as the CMake build dir.
+build_devmodel() {
+    local cbld=$1 prefix=$2
+    log "building libdevmodel (static, -fPIC) into $prefix"
+    run_logged cmake -S "$repo_root" -B "$cbld" -G Ninja "${devmodel_cmake_flags[@]}"
+    run_logged cmake --build "$cbld" -j "$jobs" --target devmodel
+    mkdir -p "$prefix/lib" "$prefix/include"
+    install -m 0644 "$(find "$cbld" -name libdevmodel.a -print -quit)" "$prefix/lib/"
+    cp -R "$repo_root/devmodel/include/devmodel" "$prefix/include/"
 }
 
 run_logged() {
@@ -414,6 +465,7 @@ main() {
         extract_only "$extract"
         return
     fi
+    hash_devmodel
     compute_key
     entry="$cache_root/$key"
     if [[ ! -f $entry/manifest.json ]]; then

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs QEMU's own disk qtests against build/qemu (made by
 # qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
-# on q35) and the nvme and virtio-serial-pci paths of qos-test (pc).
+# on q35), the nvme and virtio-serial-pci paths of qos-test (pc), and
+# blklab-nvme-test (NVMe completions at the device model's deadline).
 #
 # Usage: tests/qtest/run-qtests.sh [SUITE...]
-#   SUITE: ide ahci nvme virtio-serial (default: all). Prints one line per
+#   SUITE: ide ahci nvme virtio-serial blklab-nvme (default: all). Prints one line per
 #   suite with its time and exits non-zero if any suite fails or runs no test.
 # Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QTEST_TIMEOUT
 #   (seconds per suite, default 600), BLKLAB_QTEST_KEEP_LOGS=1.
@@ -41,14 +42,15 @@ suite_cmd() {
         ahci) cmd=("$qemu_dir/qtest/ahci-test") ;;
         nvme) qos_cmd "$qos_bus/nvme" ;;
         virtio-serial) qos_cmd "$qos_bus/virtio-serial-pci" ;;
+        blklab-nvme) cmd=("$qemu_dir/qtest/blklab-nvme-test") ;;
     esac
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial)
+[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme)
 for s in "${suites[@]}"; do
     case $s in
-        ide | ahci | nvme | virtio-serial) ;;
+        ide | ahci | nvme | virtio-serial | blklab-nvme) ;;
         *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
     esac
 done
