@@ -1,6 +1,5 @@
 """Baselines, comparisons and report rendering on synthetic cells."""
 
-import json
 from pathlib import Path
 
 import pytest
