@@ -5,6 +5,7 @@ stopped again by whoever started it."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +22,17 @@ def _wait_for(path: Path, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def _listening(path: Path) -> bool:
+    """True if something accepts connections on the Unix socket at path. A
+    daemon killed without cleanup leaves its socket file behind."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+            return True
+        except OSError:
+            return False
+
+
 class Libvirtd:
     def __init__(self, tmp: Path):
         self.tmp = tmp
@@ -30,8 +42,13 @@ class Libvirtd:
         Path("/var/log/libvirt").mkdir(parents=True, exist_ok=True)
         for daemon, sock in (("/usr/sbin/virtlogd", VIRTLOGD_SOCK),
                              ("/usr/sbin/libvirtd", LIBVIRT_SOCK)):
-            if sock.exists():
+            if _listening(sock):
                 continue
+            # Stale sockets of a daemon that died make the next one's
+            # clients fail with "connection refused"; the daemon recreates
+            # them on start.
+            for stale in sock.parent.glob(sock.name + "*"):
+                stale.unlink()
             pid_file = self.tmp / (Path(daemon).name + ".pid")
             subprocess.run([daemon, "--daemon", "--pid-file", str(pid_file)], check=True)
             _wait_for(sock)
