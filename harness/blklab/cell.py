@@ -65,10 +65,15 @@ def scheduler_in_effect(text: str) -> str | None:
 def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
                bundle: JobBundle) -> dict[str, Any]:
     d = cell.device
+    device: dict[str, Any] = {"name": d.name, "kind": d.kind, "backing": d.backing,
+                              "size_bytes": d.size_bytes, "rotation_rate": d.rotation_rate,
+                              "mqes": d.mqes, "ncq_depth": d.ncq_depth}
+    if d.profile is not None:
+        device["profile"] = {"name": d.profile.name, "sha256": d.profile.sha256,
+                             "seed": devmodel_seed(cell)}
     return {
         "scenario": scenario.name,
-        "device": {"name": d.name, "kind": d.kind, "backing": d.backing,
-                   "size_bytes": d.size_bytes, "rotation_rate": d.rotation_rate},
+        "device": device,
         "scheduler": cell.scheduler,
         "tunables": dict(cell.tunables()),
         "seed": cell.seed,
@@ -81,6 +86,11 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "memory_mib": scenario.guest.memory_mib,
         "kernel_flavour": scenario.guest.flavour,
     }
+
+
+def devmodel_seed(cell: Cell) -> int:
+    """The device's own seed if the scenario gives one, else the cell's."""
+    return cell.device.seed if cell.device.seed is not None else cell.seed
 
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
@@ -118,11 +128,18 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         backing = scratch / "disk.raw"
         with open(backing, "wb") as f:
             f.truncate(cell.device.size_bytes)
+    profile_path = None
+    if cell.device.profile is not None:
+        # The profile's bytes travel with the scenario, so a remote worker
+        # runs exactly what the submitting host validated.
+        profile_path = scratch / "profile.toml"
+        profile_path.write_text(cell.device.profile.text)
 
     config = VMConfig(
         qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
-        mode=ctx.mode, icount_shift=ctx.icount_shift, device=cell.device, backing_path=backing)
+        mode=ctx.mode, icount_shift=ctx.icount_shift, device=cell.device, backing_path=backing,
+        profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
     vm_error = None
@@ -133,6 +150,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         result.host["backend"] = ctx.backend
         with vm:
             vm.wait(scenario.timeout_s)
+            if cell.device.profile is not None:
+                result.devmodel = vm.device_counters()
     except VMError as e:
         vm_error = str(e)
     finally:
@@ -230,4 +249,6 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
         return f"scheduler in effect is '{in_effect}', asked for '{cell.scheduler}'"
     if not any(row["total_ios"] for row in result.summary):
         return "the workload completed no I/O"
+    if cell.device.profile is not None and result.devmodel is None:
+        return "the device model's counters could not be read from QEMU"
     return None

@@ -16,20 +16,21 @@ Use like VM:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
 import xml.etree.ElementTree as ET
 
 from blklab.errors import VMError
-from blklab.vm import (DETERMINISTIC_RTC_BASE_EPOCH, PCI_SLOT_DISK, PCI_SLOT_RESULTS, RESULTS_PORT,
-                       VMConfig)
+from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, PCI_SLOT_DISK,
+                       PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ResultsWatch, VMConfig,
+                       parse_counters)
 
 log = logging.getLogger(__name__)
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 DEFAULT_URI = "qemu:///system"
-DISK_ALIAS = "ua-blklab-disk0"  # user aliases start with "ua-"
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -102,11 +103,11 @@ def domain_xml(config: VMConfig, name: str) -> str:
             _sub(disk, "target", dev="sda" if d.kind == "ahci-hd" else "hda",
                  bus="sata" if d.kind == "ahci-hd" else "ide")
             _sub(disk, "serial", f"blklab-{d.name}"[:20])
-            _sub(disk, "alias", name=DISK_ALIAS)
-            if d.rotation_rate is not None:
-                # libvirt's <target rotation_rate> needs a QEMU with scsi-hd;
-                # the QEMU namespace sets the ide-hd property directly.
-                overrides.append(("rotation_rate", "unsigned", str(d.rotation_rate)))
+            _sub(disk, "alias", name=DISK_ID)
+            # The QEMU namespace sets what libvirt has no element for (the
+            # device model) and what its element cannot set here
+            # (<target rotation_rate> needs a QEMU with scsi-hd).
+            overrides += config.device_properties()
             if d.kind == "ahci-hd":
                 _pci(_sub(dev, "controller", type="sata", index="0"), PCI_SLOT_DISK)
         else:
@@ -117,7 +118,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
             ET.SubElement(cmdline, f"{{{QEMU_NS}}}arg", {"value": a})
     if overrides:
         over = ET.SubElement(dom, f"{{{QEMU_NS}}}override")
-        front = ET.SubElement(ET.SubElement(over, f"{{{QEMU_NS}}}device", {"alias": DISK_ALIAS}),
+        front = ET.SubElement(ET.SubElement(over, f"{{{QEMU_NS}}}device", {"alias": DISK_ID}),
                               f"{{{QEMU_NS}}}frontend")
         for name, kind, value in overrides:
             ET.SubElement(front, f"{{{QEMU_NS}}}property",
@@ -128,8 +129,6 @@ def domain_xml(config: VMConfig, name: str) -> str:
 
 class LibvirtVM:
     """One transient domain; the same interface as vm.VM."""
-
-    POLL_S = 0.2
 
     def __init__(self, config: VMConfig, uri: str = DEFAULT_URI):
         self.config = config
@@ -177,14 +176,37 @@ class LibvirtVM:
             return False  # a transient domain is gone once it stops
 
     def wait(self, timeout_s: float) -> int:
+        """As vm.VM.wait: until the guest has sent its results or the domain
+        is gone."""
         deadline = time.monotonic() + timeout_s
+        watch = ResultsWatch(self.config.results_path)
         while self._active():
+            if watch.finished():
+                return 0
             if time.monotonic() > deadline:
                 self.shutdown()
                 raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
                               self.console())
-            time.sleep(self.POLL_S)
+            time.sleep(POLL_S)
         return 0
+
+    def device_counters(self) -> dict | None:
+        """The device model's counters through libvirt's QEMU monitor
+        passthrough; None if the domain is gone."""
+        import libvirt
+        import libvirt_qemu
+
+        if self._dom is None or not self._active():
+            return None
+        cmd = json.dumps({"execute": "qom-get",
+                          "arguments": {"path": f"/machine/peripheral/{DISK_ID}",
+                                        "property": COUNTERS_PROPERTY}})
+        try:
+            reply = libvirt_qemu.qemuMonitorCommand(self._dom, cmd, 0)
+        except libvirt.libvirtError as e:
+            log.warning("reading the device model's counters: %s", e)
+            return None
+        return parse_counters(json.loads(reply))
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         import libvirt

@@ -37,3 +37,10 @@ def image_dir(flavour: str) -> Path:
             f"no guest image for kernel flavour '{flavour}' at {d}: "
             f"run 'make image FLAVOUR={flavour}'")
     return d.resolve()
+
+
+def devmodel_info() -> Path:
+    tool = build_dir() / "cmake" / "devmodel" / "devmodel-info"
+    if not tool.exists():
+        raise BuildMissingError(f"no {tool}: run 'make cmake'")
+    return tool

@@ -69,10 +69,16 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
+def profile_hashes(scenario: Scenario) -> dict[str, str]:
+    """Device name -> sha256 of its profile, for devices that have one."""
+    return {d.name: d.profile.sha256 for d in scenario.devices if d.profile is not None}
+
+
 def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
               qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
     key = json.dumps({
-        "scenario": scenario.sha256, "repeats": scenario.repeats, "mode": mode, "accel": accel,
+        "scenario": scenario.sha256, "profiles": profile_hashes(scenario),
+        "repeats": scenario.repeats, "mode": mode, "accel": accel,
         "icount_shift": icount_shift, "qemu": qemu_manifest, "image": image.get("hash"),
         "blklab": __version__,
     }, sort_keys=True)
@@ -173,7 +179,10 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "repeats": scenario.repeats,
         "qemu": qemu_manifest,
         "image": image,
-        "devmodel": None,
+        "devmodel": {"sha256": qemu_manifest.get("devmodel_sha256"),
+                     "profiles": {d.name: {"name": d.profile.name, "path": d.profile.path,
+                                           "sha256": d.profile.sha256}
+                                  for d in scenario.devices if d.profile is not None}},
         "cells": [c.id for c in cells],
         "host": host_info(),
         "backend": options.backend,
@@ -249,7 +258,7 @@ def load_run(run_dir: Path) -> Run:
         raise BlklabError(f"{run_dir}: not a blklab run (no manifest.json)") from None
     except (OSError, ValueError) as e:
         raise BlklabError(f"{manifest_path}: unreadable: {e}") from None
-    scenario = scenario_mod.load(run_dir / SCENARIO_COPY)
+    scenario = scenario_mod.load(run_dir / SCENARIO_COPY, check_profiles=False)
     cells = []
     for cid in manifest.get("cells", []):
         data = load_cell(cell_json_path(run_dir, cid))

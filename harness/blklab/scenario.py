@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
+import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,8 @@ MAX_VCPUS = 64
 MAX_MEMORY_MIB = 64 * 1024
 MAX_REPEATS = 1000
 MAX_SIZE_GIB = 64 * 1024
+MAX_DEVICE_SEED = 2**64 - 1
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,24 @@ class Device:
     backing: str  # "null": reads zeros, writes dropped; "file": sparse raw file
     size_bytes: int
     rotation_rate: int | None = None  # rpm reported to the guest; 1 = non-rotating
+    profile: Profile | None = None  # None: stock QEMU timing
+    seed: int | None = None  # the device model's seed; None: the cell's seed
+    mqes: int | None = None  # NVMe CAP.MQES (0's based); None: QEMU's default
+    ncq_depth: int | None = None  # AHCI NCQ tags the drive accepts; None: 32
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A device profile (devmodel/profiles/*.toml) and what the library
+    that QEMU links says about it."""
+
+    name: str  # as written in the scenario
+    path: str  # absolute path where it was found
+    text: str = field(repr=False)  # its bytes, so a remote worker needs no copy
+    sha256: str = ""
+    capacity_bytes: int = 0
+    logical_block_bytes: int = 512
+    rotation_rate: int = 1
 
 
 @dataclass(frozen=True)
@@ -227,17 +249,77 @@ def _tunable_values(reader: _Reader, name: str) -> list[str]:
     return out
 
 
-def _parse_size_gib(reader: _Reader) -> int:
-    value = reader.get("size_gib", (int, float), 8)
+def _parse_size_gib(reader: _Reader, profile: Profile | None) -> int:
+    """The size the guest sees: size_gib, or else the profile's capacity
+    (rounded down to 4 KiB), or else 8 GiB."""
+    value = reader.get("size_gib", (int, float), None)
+    if value is None:
+        if profile is not None and profile.capacity_bytes:
+            return profile.capacity_bytes // 4096 * 4096
+        value = 8
     if not 0 < value <= MAX_SIZE_GIB:
         raise reader.error("size_gib", f"must be above 0 and at most {MAX_SIZE_GIB}, got {value}")
     size = int(value * (1 << 30))
     if size % 4096:
         raise reader.error("size_gib", "must give a size that is a multiple of 4 KiB")
+    if profile is not None and profile.capacity_bytes and size > profile.capacity_bytes:
+        raise reader.error("size_gib", f"{value} GiB is more than profile '{profile.name}' "
+                           f"holds ({profile.capacity_bytes} bytes); leave size_gib out to use "
+                           "the profile's capacity")
     return size
 
 
-def _parse_devices(path: str, data: dict[str, Any]) -> list[Device]:
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def _parse_profile(reader: _Reader, scenario_path: str, check: bool) -> Profile | None:
+    """`profile`: a name from devmodel/profiles/ or a path to a .toml file
+    (relative to the scenario's directory). With check, the profile is
+    loaded by devmodel-info (the library QEMU links) and its capacity,
+    block size and rotation rate are read; a profile that does not load is
+    an error naming the profile file and key."""
+    name = reader.get("profile", str, None)
+    if name is None:
+        return None
+    if "/" in name or name.endswith(".toml"):
+        path = (Path(scenario_path).parent / name).resolve()
+    else:
+        if not _NAME.match(name):
+            raise reader.error("profile", f"'{name}' is not a profile name or a .toml path")
+        path = PROFILE_DIR / f"{name}.toml"
+    if not check:
+        return Profile(name, str(path), "")
+    try:
+        blob = path.read_bytes()
+    except OSError as e:
+        known = ", ".join(profile_names())
+        raise reader.error("profile", f"'{name}': cannot read {path}: {e.strerror} "
+                           f"(profiles in devmodel/profiles: {known})") from None
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise reader.error("profile", f"{path} is not UTF-8 text (byte {e.start})") from None
+    info = profile_info(path)
+    if "error" in info:
+        raise reader.error("profile", f"'{name}' does not load: {info['error']}")
+    return Profile(name, str(path), text, hashlib.sha256(blob).hexdigest(),
+                   int(info["capacity_bytes"]),
+                   int(info["logical_block_bytes"]), int(info["rotation_rate"]))
+
+
+def profile_info(path: Path) -> dict[str, Any]:
+    """What devmodel-info prints for a profile, or {"error": message}."""
+    from blklab import paths
+
+    tool = paths.devmodel_info()
+    proc = subprocess.run([str(tool), str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip() or f"devmodel-info exited {proc.returncode}"}
+    return json.loads(proc.stdout)
+
+
+def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> list[Device]:
     tables = data.get("device")
     if tables is None:
         raise ScenarioError(path, "device", "at least one [[device]] is required")
@@ -251,12 +333,23 @@ def _parse_devices(path: str, data: dict[str, Any]) -> list[Device]:
             raise r.error("name", f"'{name}' must be 1-64 of letters, digits, '_', '.', '-'")
         kind = r.choice("kind", DEVICE_KINDS, required=True)
         backing = r.choice("backing", BACKINGS, "file")
-        size = _parse_size_gib(r)
+        profile = _parse_profile(r, path, check_profiles)
+        size = _parse_size_gib(r, profile)
         rotation = r.integer("rotation_rate", None, 1, 65534)
         if rotation is not None and kind == "nvme":
             raise r.error("rotation_rate", "applies to ide-hd and ahci-hd devices only")
+        seed = r.integer("seed", None, 0, MAX_DEVICE_SEED)
+        if seed is not None and profile is None:
+            raise r.error("seed", "seeds the device model and needs a profile")
+        mqes = r.integer("mqes", None, 1, 0xFFFF)
+        if mqes is not None and kind != "nvme":
+            raise r.error("mqes", "applies to nvme devices only")
+        ncq_depth = r.integer("ncq_depth", None, 1, 32)
+        if ncq_depth is not None and kind != "ahci-hd":
+            raise r.error("ncq_depth", "applies to ahci-hd devices only (PIIX IDE has no NCQ)")
         r.finish()
-        devices.append(Device(name, kind, backing, size, rotation))
+        devices.append(Device(name, kind, backing, size, rotation, profile, seed, mqes,
+                              ncq_depth))
     names = [d.name for d in devices]
     for n in names:
         if names.count(n) > 1:
@@ -373,8 +466,10 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
     return out
 
 
-def load(path: str | Path) -> Scenario:
-    """Parse and validate a scenario file. Raises ScenarioError."""
+def load(path: str | Path, check_profiles: bool = True) -> Scenario:
+    """Parse and validate a scenario file. Raises ScenarioError. Without
+    check_profiles, device profiles are read but not loaded (a run read back
+    for its report needs only their names)."""
     p = Path(path)
     shown = str(path)
     try:
@@ -436,7 +531,7 @@ def load(path: str | Path) -> Scenario:
     )
     g.finish()
 
-    devices = _parse_devices(shown, data)
+    devices = _parse_devices(shown, data, check_profiles)
 
     q = _Reader(shown, _table(shown, data, "queue"), "queue")
     queue_axes = {k: _tunable_values(q, k) for k in list(q.table)}

@@ -38,6 +38,11 @@ PCI_SLOT_DISK = 4  # nvme, or ich9-ahci for ahci-hd
 # Fixed RTC start for deterministic mode: the guest never sees the host date.
 DETERMINISTIC_RTC_BASE = "2020-01-01T00:00:00"
 DETERMINISTIC_RTC_BASE_EPOCH = 1577836800  # the same instant, in seconds since 1970 (UTC)
+# The QOM id of the device under test with either backend (libvirt's user
+# aliases must start with "ua-"): /machine/peripheral/<DISK_ID>.
+DISK_ID = "ua-blklab-disk0"
+# The read-only QOM property holding the device model's counters (JSON).
+COUNTERS_PROPERTY = "devmodel-counters"
 
 
 @dataclass
@@ -53,6 +58,8 @@ class VMConfig:
     icount_shift: int = 0
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
+    profile_path: Path | None = None  # the device's profile, as QEMU reads it
+    devmodel_seed: int = 0
     extra_append: str = ""
     # The QMP socket; a Unix socket path must stay under 108 bytes, so by
     # default it lives in a short temporary directory, not in workdir.
@@ -113,18 +120,46 @@ class VMConfig:
                        f"driver=file,node-name=file0,filename={_opt(self.backing_path)}",
                        "-blockdev", "driver=raw,node-name=disk0,file=file0"]
         serial = f"serial=blklab-{d.name}"[:27]
+        extra = "".join(f",{name}={_opt(value)}" for name, _, value in self.device_properties())
         if d.kind == "nvme":
-            front = ["-device", f"nvme,drive=disk0,addr={PCI_SLOT_DISK:#x},{serial}"]
+            front = ["-device",
+                     f"nvme,id={DISK_ID},drive=disk0,addr={PCI_SLOT_DISK:#x},{serial}{extra}"]
         else:
-            props = f"ide-hd,drive=disk0,{serial}"
-            if d.rotation_rate is not None:
-                props += f",rotation_rate={d.rotation_rate}"
+            props = f"ide-hd,id={DISK_ID},drive=disk0,{serial}{extra}"
             if d.kind == "ide-hd":
                 front = ["-device", props + ",bus=ide.0,unit=0"]
             else:
                 front = ["-device", f"ich9-ahci,id=ahci0,addr={PCI_SLOT_DISK:#x}",
                          "-device", props + ",bus=ahci0.0"]
         return backend + front
+
+
+    def device_properties(self) -> list[tuple[str, str, str]]:
+        """blklab's properties of the device under test as (name, QOM type,
+        value): the device model's profile and seed, the rotation rate, the
+        queue size and NCQ depth, the block size."""
+        d = self.device
+        assert d is not None
+        props: list[tuple[str, str, str]] = []
+        if d.profile is not None:
+            if self.profile_path is None:
+                raise ValueError("a device with a profile needs profile_path")
+            props += [("devmodel-profile", "string", str(self.profile_path)),
+                      ("devmodel-seed", "unsigned", str(self.devmodel_seed))]
+            if d.profile.logical_block_bytes != 512:
+                size = str(d.profile.logical_block_bytes)
+                props += [("logical_block_size", "unsigned", size),
+                          ("physical_block_size", "unsigned", size)]
+        rotation = d.rotation_rate
+        if rotation is None and d.profile is not None and d.kind != "nvme":
+            rotation = d.profile.rotation_rate
+        if rotation is not None:
+            props.append(("rotation_rate", "unsigned", str(rotation)))
+        if d.mqes is not None:
+            props.append(("mqes", "unsigned", str(d.mqes)))
+        if d.ncq_depth is not None:
+            props.append(("ncq-depth", "unsigned", str(d.ncq_depth)))
+        return props
 
 
 def _die_with_parent() -> None:
@@ -183,21 +218,46 @@ class VM:
             return ""
 
     def wait(self, timeout_s: float) -> int:
-        """Wait for QEMU to exit (the guest reboots at its end). Raises
+        """Wait until the guest has sent its results (it then halts and
+        stays, so that the device model's counters can be read) or QEMU
+        exits (a panicking guest reboots, and -no-reboot ends QEMU). Raises
         VMError on timeout or when QEMU fails."""
         assert self.proc is not None
-        try:
-            _, err = self.proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.shutdown()
-            raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
-                          self.console()) from None
+        deadline = time.monotonic() + timeout_s
+        watch = ResultsWatch(self.config.results_path)
+        while True:
+            try:
+                _, err = self.proc.communicate(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if watch.finished():
+                return 0
+            if time.monotonic() > deadline:
+                self.shutdown()
+                raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
+                              self.console())
         self.stderr = err.decode(errors="replace")
         self.returncode = self.proc.returncode
         if self.returncode != 0:
             raise VMError(f"QEMU exited with status {self.returncode}: {self.stderr.strip()}",
                           self.cmd, self.console())
         return self.returncode
+
+    def device_counters(self) -> dict | None:
+        """The device model's counters, read over QMP from the running QEMU;
+        None if QEMU is gone or the device has no model."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        assert self.config.qmp_path is not None
+        try:
+            reply = qmp_command(self.config.qmp_path, "qom-get",
+                                {"path": f"/machine/peripheral/{DISK_ID}",
+                                 "property": COUNTERS_PROPERTY})
+        except (OSError, ValueError) as e:
+            log.warning("reading the device model's counters: %s", e)
+            return None
+        return parse_counters(reply)
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         """End QEMU if it still runs: QMP quit, then SIGTERM, then SIGKILL."""
@@ -225,6 +285,47 @@ class VM:
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+
+POLL_S = 0.1  # how often a waiting harness looks at QEMU and the results file
+
+
+class ResultsWatch:
+    """Tells when the results file holds the guest's BLKLAB-END line,
+    parsing it again only when it has grown."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.size = -1
+
+    def finished(self) -> bool:
+        from blklab import channel
+
+        try:
+            size = self.path.stat().st_size
+        except (FileNotFoundError, PermissionError):
+            return False
+        if size == self.size:
+            return False
+        self.size = size
+        try:
+            blob = self.path.read_bytes()
+        except (FileNotFoundError, PermissionError):
+            return False
+        return channel.parse(blob).status is not None
+
+
+def parse_counters(reply: dict) -> dict | None:
+    """The counters out of a qom-get reply ({"return": "<JSON text>"})."""
+    if "return" not in reply:
+        log.warning("reading the device model's counters: %s", reply.get("error"))
+        return None
+    try:
+        value = json.loads(reply["return"])
+    except (TypeError, ValueError) as e:
+        log.warning("the device model's counters are not JSON: %s", e)
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def qmp_command(sock_path: Path, command: str, arguments: dict | None = None,

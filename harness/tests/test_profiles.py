@@ -1,0 +1,118 @@
+"""Device profiles in scenarios: lookup, the facts devmodel-info reads from
+them, the properties they give QEMU, and the errors for bad ones."""
+
+from pathlib import Path
+
+import pytest
+
+from blklab import scenario
+from blklab.errors import ScenarioError
+from blklab.vm import DISK_ID, VMConfig
+
+JOB = """
+[[job]]
+name = "j"
+rw = "randread"
+"""
+
+
+def load(tmp_path: Path, device: str) -> scenario.Scenario:
+    p = tmp_path / "s.toml"
+    p.write_text("[[device]]\nname = \"d0\"\n" + device + JOB)
+    return scenario.load(p)
+
+
+def error(tmp_path: Path, device: str) -> str:
+    with pytest.raises(ScenarioError) as e:
+        load(tmp_path, device)
+    return str(e.value)
+
+
+def test_named_profile_sizes_the_device_from_its_capacity(tmp_path):
+    d = load(tmp_path, 'kind = "nvme"\nprofile = "samsung-970evoplus-1t"\n').devices[0]
+    assert d.profile.name == "samsung-970evoplus-1t"
+    assert d.profile.path == str(scenario.PROFILE_DIR / "samsung-970evoplus-1t.toml")
+    assert d.profile.capacity_bytes == 1000204886016
+    assert d.size_bytes == 1000204886016 // 4096 * 4096
+    assert d.profile.rotation_rate == 1
+    assert len(d.profile.sha256) == 64
+
+
+def test_hdd_profile_gives_its_rpm_to_ide_hd(tmp_path):
+    d = load(tmp_path, 'kind = "ide-hd"\nprofile = "hdd-5400-laptop-1t"\nsize_gib = 16\n'
+             ).devices[0]
+    assert d.size_bytes == 16 << 30
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk", profile_path=tmp_path / "p.toml",
+                   devmodel_seed=7)
+    args = " ".join(cfg.cmdline())
+    assert (f"ide-hd,id={DISK_ID},drive=disk0,serial=blklab-d0,devmodel-profile="
+            f"{tmp_path}/p.toml,devmodel-seed=7,rotation_rate=5400,bus=ide.0") in args
+
+
+def test_user_rotation_rate_wins_over_the_profile(tmp_path):
+    d = load(tmp_path, 'kind = "ahci-hd"\nprofile = "hdd-7200-desktop-1t"\n'
+             'rotation_rate = 1\nncq_depth = 8\n').devices[0]
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk", profile_path=tmp_path / "p.toml")
+    props = dict((n, v) for n, _, v in cfg.device_properties())
+    assert props["rotation_rate"] == "1"
+    assert props["ncq-depth"] == "8"
+
+
+def test_nvme_queue_size(tmp_path):
+    d = load(tmp_path, 'kind = "nvme"\nmqes = 31\n').devices[0]
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk")
+    assert ",mqes=31" in " ".join(cfg.cmdline())
+    assert d.profile is None and "devmodel" not in " ".join(cfg.cmdline())
+
+
+def test_profile_path_relative_to_the_scenario(tmp_path):
+    (tmp_path / "mine.toml").write_text(
+        (scenario.PROFILE_DIR / "zero-latency.toml").read_text())
+    d = load(tmp_path, 'kind = "nvme"\nprofile = "mine.toml"\nseed = 99\n').devices[0]
+    assert d.profile.path == str(tmp_path / "mine.toml")
+    assert d.profile.capacity_bytes == 64 << 30
+    assert d.seed == 99
+
+
+def test_unknown_profile_lists_the_known_ones(tmp_path):
+    msg = error(tmp_path, 'kind = "nvme"\nprofile = "no-such-drive"\n')
+    assert msg.startswith(f"{tmp_path}/s.toml: device[0].profile: 'no-such-drive': cannot read ")
+    assert "No such file or directory" in msg
+    assert "samsung-970evoplus-1t" in msg and "zero-latency" in msg
+
+
+def test_profile_that_does_not_load_names_its_file_and_key(tmp_path):
+    (tmp_path / "bad.toml").write_text('[device]\nmodel = "zero"\nname = "x"\n\n[zero]\n'
+                                       'capacity_bytes = "big"\nlogical_block_bytes = 512\n'
+                                       'latency_us = 0.0\n')
+    msg = error(tmp_path, 'kind = "nvme"\nprofile = "bad.toml"\n')
+    assert msg.startswith(f"{tmp_path}/s.toml: device[0].profile: 'bad.toml' does not load: "
+                          f"{tmp_path}/bad.toml:")
+    assert "capacity_bytes" in msg
+
+
+@pytest.mark.parametrize("device, key, message", [
+    ('kind = "nvme"\nprofile = "zero-latency"\nsize_gib = 65\n', "size_gib",
+     "65 GiB is more than profile 'zero-latency' holds (68719476736 bytes)"),
+    ('kind = "nvme"\nseed = 3\n', "seed", "seeds the device model and needs a profile"),
+    ('kind = "ide-hd"\nmqes = 63\n', "mqes", "applies to nvme devices only"),
+    ('kind = "nvme"\nmqes = 0\n', "mqes", "must be between 1 and 65535, got 0"),
+    ('kind = "ide-hd"\nncq_depth = 4\n', "ncq_depth", "applies to ahci-hd devices only"),
+    ('kind = "ahci-hd"\nncq_depth = 33\n', "ncq_depth", "must be between 1 and 32, got 33"),
+    ('kind = "nvme"\nprofile = "../x y"\n', "profile", "cannot read"),
+    ('kind = "nvme"\nprofile = 5\n', "profile", "must be a string, not an integer"),
+])
+def test_device_key_errors(tmp_path, device, key, message):
+    msg = error(tmp_path, device)
+    assert msg.startswith(f"{tmp_path}/s.toml: device[0].{key}: ")
+    assert message in msg
+
+
+def test_a_run_read_back_needs_no_profile_file(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('[[device]]\nname = "d0"\nkind = "nvme"\nprofile = "gone.toml"\n' + JOB)
+    d = scenario.load(p, check_profiles=False).devices[0]
+    assert d.profile.name == "gone.toml"
