@@ -5,14 +5,43 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
 
 #include "devmodel/device.h"
 #include "devmodel/devmodel.h"
 #include "devmodel/profile.h"
 
+namespace {
+
+// Service time (final deadline minus submission time) of every request the
+// model accepted, by op: what the device itself cost, whatever the model.
+struct ServiceTime {
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t max_ns = 0;
+
+  void Add(uint64_t ns) {
+    ++count;
+    total_ns += ns;
+    max_ns = std::max(max_ns, ns);
+  }
+};
+
+constexpr const char* kOpNames[] = {"read", "write", "flush", "trim"};
+
+}  // namespace
+
 struct devmodel_t {
   std::unique_ptr<devmodel::Device> device;
   uint64_t last_now_ns = 0;
+  ServiceTime service[DEVMODEL_OP_TRIM + 1];
+  struct Pending {
+    uint64_t submit_ns;
+    uint32_t op;
+  };
+  std::unordered_map<uint64_t, Pending> pending;  // by tag, until final
 };
 
 namespace {
@@ -99,6 +128,11 @@ void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_
     const devmodel::Completion c = model->device->Submit(r, now);
     out->deadline_ns = std::max(c.deadline_ns, now);
     out->final = c.final ? 1 : 0;
+    if (c.final) {
+      model->service[request->op].Add(out->deadline_ns - now);
+    } else {
+      model->pending[request->tag] = {now, request->op};
+    }
   } catch (const std::exception& e) {
     SetError(errptr, std::string("devmodel_submit: ") + e.what());
   } catch (...) {
@@ -115,6 +149,13 @@ void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_co
     const devmodel::Completion c = model->device->Poll(tag, now);
     out->deadline_ns = std::max(c.deadline_ns, now);
     out->final = c.final ? 1 : 0;
+    if (c.final) {
+      auto it = model->pending.find(tag);
+      if (it != model->pending.end()) {
+        model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
+        model->pending.erase(it);
+      }
+    }
   } catch (const std::exception& e) {
     SetError(errptr, std::string("devmodel_poll: ") + e.what());
   } catch (...) {
@@ -124,7 +165,13 @@ void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_co
 
 char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
   try {
-    char* s = CopyString(model->device->CountersJson());
+    nlohmann::json counters = nlohmann::json::parse(model->device->CountersJson());
+    nlohmann::json& service = counters["service_ns"];
+    for (uint32_t op = 0; op <= DEVMODEL_OP_TRIM; ++op) {
+      const ServiceTime& t = model->service[op];
+      service[kOpNames[op]] = {{"count", t.count}, {"total", t.total_ns}, {"max", t.max_ns}};
+    }
+    char* s = CopyString(counters.dump());
     if (s == nullptr) SetError(errptr, "devmodel_counters_json: out of memory");
     return s;
   } catch (const std::exception& e) {

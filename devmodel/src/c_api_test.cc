@@ -97,4 +97,35 @@ TEST(CApiTest, HddReportsRotationAndPollsToAFinalDeadline) {
   devmodel_close(m);
 }
 
+TEST(CApiTest, ServiceTimeCountsFinalDeadlinesByOp) {
+  char* err = nullptr;
+  devmodel_t* m = devmodel_open(Profile("hdd-7200-desktop-1t.toml").c_str(), 1, &err);
+  ASSERT_NE(m, nullptr) << err;
+  uint64_t read_ns = 0;
+  for (uint64_t i = 0; i < 3; ++i) {
+    const uint64_t now = 100000000ull * i;
+    devmodel_request r = {DEVMODEL_OP_READ, 0, 512ull * 7919 * 1000 * (i + 1), 4096, 10 + i};
+    devmodel_completion c;
+    devmodel_submit(m, &r, now, &c, &err);
+    while (!c.final) devmodel_poll(m, r.tag, c.deadline_ns, &c, &err);
+    read_ns += c.deadline_ns - now;
+  }
+  devmodel_request bad = {DEVMODEL_OP_READ, 0, devmodel_capacity_bytes(m), 4096, 99};
+  devmodel_completion c;
+  devmodel_submit(m, &bad, 400000000ull, &c, &err);  // rejected: not counted
+  ASSERT_NE(err, nullptr);
+  devmodel_free(err);
+  err = nullptr;
+  char* json = devmodel_counters_json(m, &err);
+  ASSERT_NE(json, nullptr);
+  const auto service = nlohmann::json::parse(json)["service_ns"];
+  EXPECT_EQ(service["read"]["count"], 3);
+  EXPECT_EQ(service["read"]["total"], read_ns);
+  EXPECT_GT(service["read"]["max"], 0);
+  EXPECT_EQ(service["write"]["count"], 0);
+  EXPECT_EQ(service["trim"]["total"], 0);
+  devmodel_free(json);
+  devmodel_close(m);
+}
+
 }  // namespace
