@@ -41,6 +41,7 @@ class CellContext:
     icount_shift: int = 0
     backend: str = "direct"  # "direct" (QEMU as a child process) or "libvirt"
     libvirt_uri: str = "qemu:///system"
+    qemu_cache_key: str = ""  # of the QEMU build, so that cluster workers can match it
 
     def make_vm(self, config: VMConfig):
         if self.backend == "libvirt":

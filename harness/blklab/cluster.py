@@ -88,7 +88,7 @@ def run_on_cluster(address: str, cells: list[Cell], scenario: Scenario, ctx: Cel
 
     inputs = RemoteInputs(mode=ctx.mode, accel=ctx.accel, icount_shift=ctx.icount_shift,
                           image_hash=ctx.image.get("hash", ""),
-                          qemu_cache_key=_qemu_cache_key(ctx))
+                          qemu_cache_key=ctx.qemu_cache_key)
     with Client(address, timeout="30s") as client:
         futures = {client.submit(run_cell_remote, c, scenario, inputs, pure=False,
                                  key=f"blklab-{run_id}-{c.id}-{id(c)}"): c
@@ -106,14 +106,6 @@ def run_on_cluster(address: str, cells: list[Cell], scenario: Scenario, ctx: Cel
             data = json.loads(remote.result_json)
             result = CellResult(**{k: v for k, v in data.items()})
             on_result(cell, result, remote.files)
-
-
-def _qemu_cache_key(ctx: CellContext) -> str:
-    try:
-        return json.loads((ctx.qemu.parent.parent / "manifest.json").read_text()).get(
-            "cache_key", "")
-    except (OSError, ValueError):
-        return ""
 
 
 def cluster_info(address: str) -> dict[str, Any]:

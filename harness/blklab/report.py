@@ -33,7 +33,7 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _colour(group: str, scheduler: str, index: int) -> str:
+def _colour(scheduler: str, index: int) -> str:
     return SCHEDULER_COLOURS.get(scheduler, f"C{index % 10}")
 
 
@@ -72,7 +72,7 @@ def cdf_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
                     continue
                 drawn.add(label)
                 ax.step(pts[0], pts[1], where="post", label=label,
-                        color=_colour(g, c["request"]["scheduler"], i),
+                        color=_colour(c["request"]["scheduler"], i),
                         linestyle="-" if direction == "read" else "--")
     if not drawn:
         plt.close(fig)
@@ -138,7 +138,7 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
                     continue
                 t = [p[0] / 1000.0 for p in pts]
                 label = f"{g.split('.', 1)[1]} {job['jobname']} {direction}"
-                colour = _colour(g, c["request"]["scheduler"], i)
+                colour = _colour(c["request"]["scheduler"], i)
                 ax_iops.plot(t, [d["iops"] for _, d in pts], label=label, color=colour)
                 p99 = [d.get("p99_ns", d.get("clat_p99_ns")) for _, d in pts]
                 if any(v is not None for v in p99):

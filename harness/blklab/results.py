@@ -33,6 +33,10 @@ DISKSTAT_FIELDS = (
 )
 
 SUMMARY_PERCENTILES = ("50.000000", "99.000000", "99.900000")
+# The figures of each summary row that statistics, expectations and
+# baselines work with (latencies in ns).
+SUMMARY_METRICS = ("iops", "bw_bytes", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns",
+                   "clat_p99.9_ns")
 
 
 @dataclass

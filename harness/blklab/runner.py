@@ -203,7 +203,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
 
     ctx = CellContext(qemu=qemu, image_dir=image_dir, image=image, accel=accel, mode=mode,
                       icount_shift=options.icount_shift, backend=options.backend,
-                      libvirt_uri=options.libvirt_uri)
+                      libvirt_uri=options.libvirt_uri,
+                      qemu_cache_key=qemu_manifest.get("cache_key", ""))
     progress = Progress(len(todo))
 
     def record(cell: Cell, result: CellResult, files: dict[str, bytes]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from blklab.errors import ScenarioError
+from blklab.results import SUMMARY_METRICS
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
 DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd")
@@ -393,8 +394,7 @@ def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     return jobs
 
 
-EXPECT_METRICS = ("iops", "bw_bytes", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns",
-                  "clat_p99.9_ns")
+EXPECT_METRICS = SUMMARY_METRICS
 EXPECT_OPS = ("<", "<=", ">", ">=")
 DIRECTIONS = ("read", "write", "trim")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-METRICS = ("iops", "bw_bytes", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns", "clat_p99.9_ns")
+from blklab.results import SUMMARY_METRICS as METRICS
 # Larger is better for these; smaller is better for the latencies.
 HIGHER_IS_BETTER = {"iops": True, "bw_bytes": True}
 BOOTSTRAP_RESAMPLES = 2000
