@@ -1,7 +1,9 @@
 """Reports render in a real browser with every plot and no console error;
 check, baseline and compare work on real runs."""
 
+import json
 import re
+import shutil
 
 from browser import open_page
 from conftest import cells_of, run_blklab
@@ -45,5 +47,20 @@ def test_baseline_and_compare(four_schedulers, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 regression(s)" in proc.stdout
     assert len(cells_of(out)) == 8
+    # The same run with one cell at half the IOPS and three times the p99: a regression.
+    worse = tmp_path / "worse"
+    shutil.copytree(out, worse)
+    cell_path = worse / "cell-nvme0.none.r0.json"
+    cell = json.loads(cell_path.read_text())
+    for row in cell["summary"]:
+        row["iops"] /= 2
+        row["clat_p99_ns"] *= 3
+    cell_path.write_text(json.dumps(cell))
+    proc = run_blklab("--results", str(results), "compare", "before", str(worse))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    regressed = {line.split()[1] for line in proc.stdout.splitlines()
+                 if line.startswith("nvme0.none/") and line.endswith("regressed")}
+    assert regressed == {"iops", "clat_p99_ns"}, proc.stdout
+    assert "2 regression(s)" in proc.stdout
     proc = run_blklab("--results", str(results), "compare", "nope", str(out))
     assert proc.returncode == 1 and "no such baseline" in proc.stderr
