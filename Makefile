@@ -28,7 +28,8 @@ DEB_PACKAGES := \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
-.PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean
+.PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean \
+	bench-deps bench-device
 
 all: qemu image
 
@@ -82,6 +83,15 @@ test-qtest:
 
 test-e2e:
 	$(PYTHON) -m pytest -q tests/e2e
+
+# Benchmarks print measurements; they are never part of `make test`.
+# bench-deps: Debian's stock QEMU, the reference the device benchmark compares with.
+bench-deps: deps
+	@dpkg-query -W -f='$${db:Status-Abbrev}' qemu-system-x86 2>/dev/null | grep -q '^ii' || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-system-x86
+
+bench-device: bench-deps qemu image
+	$(PYTHON) tests/bench/device-cost.py
 
 clean:
 	rm -rf $(BUILD)
