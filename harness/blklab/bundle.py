@@ -59,6 +59,10 @@ class JobBundle:
     workload_args: tuple[str, ...]
     blktrace: bool = False
     fault: str = "none"
+    # The guest writes these to queue/scheduler in turn, one every
+    # switch_interval_ms, while the workload runs; () = no switching.
+    switch_schedulers: tuple[str, ...] = ()
+    switch_interval_ms: int = 0
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
@@ -71,7 +75,8 @@ class JobBundle:
         if workload == "fio":
             args.append("--eta=never")
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
-                   tuple(cell.tunables()), tuple(args), blktrace, fault)
+                   tuple(cell.tunables()), tuple(args), blktrace, fault,
+                   cell.switch_schedulers, cell.switch_interval_ms)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -86,6 +91,9 @@ class JobBundle:
             "BLKLAB_BLKTRACE": "1" if self.blktrace else "0",
             "BLKLAB_FAULT": self.fault,
         }
+        if self.switch_schedulers:  # only then, so other cells' bundles stay as they were
+            env["BLKLAB_SWITCH_SCHEDULERS"] = " ".join(self.switch_schedulers)
+            env["BLKLAB_SWITCH_INTERVAL_MS"] = str(self.switch_interval_ms)
         for value in list(env.values()) + [v for t in self.tunables for v in t] + list(
                 self.workload_args):
             if "\n" in value:

@@ -145,6 +145,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
     vm_error = None
     started = time.monotonic()
+    vm = None
     try:
         vm = ctx.make_vm(config)
         result.host["qemu_cmdline"] = vm.cmd
@@ -157,6 +158,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         vm_error = str(e)
     finally:
         result.host["wall_seconds"] = round(time.monotonic() - started, 3)
+        if vm is not None:
+            vm.console_watch.poll()
+            result.host["workload_wall_seconds"] = vm.console_watch.workload_seconds()
 
     try:
         blob = config.results_path.read_bytes()
@@ -172,7 +176,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             keep[f"{rel_dir}/{name}"] = (scratch / name).read_bytes()
         except FileNotFoundError:
             pass
-    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log"):
+    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "switches.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
     result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel

@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a scenario: one fresh VM per cell, then report")
     r.add_argument("scenario", type=Path, help="scenario file (TOML)")
+    r.add_argument("--short", action="store_true",
+                   help="run the scenario's short form: its [short] table applied")
     r.add_argument("--repeats", type=_positive, help="override scenario.repeats")
     r.add_argument("--mode", choices=scenario_mod.MODES, help="override scenario.mode")
     r.add_argument("--accel", choices=("tcg", "kvm"), help="skip the KVM probe and use this")
@@ -49,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
+    v.add_argument("--short", action="store_true", help="list the short form's cells")
+
+    sw = sub.add_parser("switches", help="each scheduler switch of RUN (scenario."
+                        "switch_schedulers) against the workload's time series")
+    sw.add_argument("run", type=Path)
 
     rep = sub.add_parser("report", help="write RUN/report.html")
     rep.add_argument("run", type=Path)
@@ -92,7 +99,7 @@ def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    s = scenario_mod.load(args.scenario)
+    s = scenario_mod.load(args.scenario, short=args.short)
     from blklab import expectations, runner, table
 
     options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
@@ -118,9 +125,14 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "validate":
-            s = scenario_mod.load(args.scenario)
+            s = scenario_mod.load(args.scenario, short=args.short)
             for c in s.cells():
                 print(c.id)
+            return 0
+        if args.command == "switches":
+            from blklab import switches
+
+            print(switches.render(args.run))
             return 0
         if args.command == "run":
             return _run(args)

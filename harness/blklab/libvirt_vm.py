@@ -24,8 +24,8 @@ import xml.etree.ElementTree as ET
 
 from blklab.errors import VMError
 from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, PCI_SLOT_DISK,
-                       PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ResultsWatch, VMConfig,
-                       parse_counters)
+                       PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ConsoleWatch, ResultsWatch,
+                       VMConfig, parse_counters)
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,7 @@ class LibvirtVM:
         self.cmd = ["libvirt", uri, self.name]
         self._conn = None
         self._dom = None
+        self.console_watch = ConsoleWatch(config.console_log)
 
     def __enter__(self) -> "LibvirtVM":
         self.launch()
@@ -181,6 +182,7 @@ class LibvirtVM:
         deadline = time.monotonic() + timeout_s
         watch = ResultsWatch(self.config.results_path)
         while self._active():
+            self.console_watch.poll()
             if watch.finished():
                 return 0
             if time.monotonic() > deadline:

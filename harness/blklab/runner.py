@@ -76,12 +76,15 @@ def profile_hashes(scenario: Scenario) -> dict[str, str]:
 
 def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
               qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
-    key = json.dumps({
+    inputs = {
         "scenario": scenario.sha256, "profiles": profile_hashes(scenario),
         "repeats": scenario.repeats, "mode": mode, "accel": accel,
         "icount_shift": icount_shift, "qemu": qemu_manifest, "image": image.get("hash"),
         "blklab": __version__,
-    }, sort_keys=True)
+    }
+    if scenario.short:  # the short form is another run of the same file
+        inputs["short"] = True
+    key = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -177,6 +180,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "icount_shift": options.icount_shift if mode == "deterministic" else None,
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
+        "short": scenario.short,  # [short] applied (blklab run --short)
         "qemu": qemu_manifest,
         "image": image,
         "devmodel": {"sha256": qemu_manifest.get("devmodel_sha256"),
@@ -259,7 +263,8 @@ def load_run(run_dir: Path) -> Run:
         raise BlklabError(f"{run_dir}: not a blklab run (no manifest.json)") from None
     except (OSError, ValueError) as e:
         raise BlklabError(f"{manifest_path}: unreadable: {e}") from None
-    scenario = scenario_mod.load(run_dir / SCENARIO_COPY, check_profiles=False)
+    scenario = scenario_mod.load(run_dir / SCENARIO_COPY, check_profiles=False,
+                                 short=bool(manifest.get("short")))
     cells = []
     for cid in manifest.get("cells", []):
         data = load_cell(cell_json_path(run_dir, cid))

@@ -8,6 +8,7 @@ device x scheduler x tunable combination x seed x repeat.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -104,6 +105,10 @@ class Cell:
     iosched: tuple[tuple[str, str], ...]  # attributes under queue/iosched/
     seed: int
     repeat: int
+    # Schedulers the guest switches between while the workload runs, every
+    # switch_interval_ms (scenario.switch_schedulers); () = no switching.
+    switch_schedulers: tuple[str, ...] = ()
+    switch_interval_ms: int = 0
 
     def tunables(self) -> list[tuple[str, str]]:
         """(path under queue/, value) in the order the guest applies them."""
@@ -160,6 +165,9 @@ class Scenario:
     blktrace: bool = False  # trace each cell's workload with blktrace and report btt figures
     fault: str = "none"  # one of FAULTS
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    short: bool = False  # the short form: [short] applied (see _short_form)
+    switch_schedulers: tuple[str, ...] = ()  # see Cell
+    switch_interval_ms: int = 0
 
     def cells(self) -> list[Cell]:
         return expand_cells(self)
@@ -452,6 +460,7 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
         below = r.get("below", (int, float))
         above = r.get("above", (int, float))
         source = r.get("source", str, "")
+        r.get("short", bool, True)  # checked in the short form? (see _short_form)
         r.finish()
         forms = [op is not None, ratio is not None, below is not None or above is not None]
         if sum(forms) != 1:
@@ -466,10 +475,155 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
     return out
 
 
-def load(path: str | Path, check_profiles: bool = True) -> Scenario:
+DEFAULT_SWITCH_INTERVAL_MS = 250
+
+
+def _parse_switching(s: _Reader) -> tuple[tuple[str, ...], int]:
+    """scenario.switch_schedulers and switch_interval_ms: the guest writes the
+    next name to queue/scheduler every interval while the workload runs."""
+    names = s.get("switch_schedulers", list, None)
+    interval = s.integer("switch_interval_ms", None, 10, 60000)
+    if names is None:
+        if interval is not None:
+            raise s.error("switch_interval_ms", "needs scenario.switch_schedulers")
+        return (), 0
+    if len(names) < 2:
+        raise s.error("switch_schedulers", "must list at least two schedulers to switch between")
+    for name in names:
+        if name == "cfq":
+            raise s.error("switch_schedulers", "'cfq' was removed in Linux 5.0 and does not "
+                          "exist in a 6.1 guest; bfq is its successor")
+        if name not in SCHEDULERS:
+            raise s.error("switch_schedulers", f"'{name}' is not one of: {', '.join(SCHEDULERS)}")
+    return tuple(names), interval or DEFAULT_SWITCH_INTERVAL_MS
+
+
+# The short form: keys of [short] and what each replaces.
+SHORT_KEYS = {
+    "runtime": "every job's runtime (jobs without one keep none)",
+    "schedulers": "scenario.schedulers",
+    "devices": "the [[device]] entries run (names)",
+    "seeds": "scenario.seeds",
+    "repeats": "scenario.repeats",
+    "timeout_s": "scenario.timeout_s",
+    "queue": "the whole [queue] table",
+    "iosched": "the whole [iosched] table",
+    "job": "per job name, options to set or replace ([short.job.NAME])",
+}
+
+
+def _short_form(path: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's data with [short] applied: fewer cells and less
+    virtual time, for `blklab run --short` (make test). Expectations with
+    short = false are left out; every other one must select only cells the
+    short form runs. Returns a copy; `data` is not changed."""
+    r = _Reader(path, _table(path, data, "short"), "short")
+    out = copy.deepcopy(data)
+    out.pop("short", None)
+    scen = dict(_table(path, out, "scenario"))
+    for key in ("schedulers", "seeds"):
+        value = r.get(key, list)
+        if value is not None:
+            scen[key] = value
+    for key in ("repeats", "timeout_s"):
+        value = r.get(key, int)
+        if value is not None:
+            scen[key] = value
+    out["scenario"] = scen
+    device_tables = out.get("device") if isinstance(out.get("device"), list) else []
+    names = [d.get("name") for d in device_tables if isinstance(d, dict)]
+    keep = r.get("devices", list)
+    if keep is not None:
+        if not keep:
+            raise r.error("devices", "must name at least one [[device]]")
+        for name in keep:
+            if name not in names:
+                raise r.error("devices", f"'{name}' is not a [[device]] name "
+                              f"(devices: {', '.join(map(str, names))})")
+        out["device"] = [d for d in device_tables if d.get("name") in keep]
+        names = list(keep)
+    for key in ("queue", "iosched"):
+        value = r.get(key, dict)
+        if value is not None:
+            out[key] = value
+    runtime = r.get("runtime", (str, int))
+    overrides = r.get("job", dict, {})
+    job_tables = out.get("job") if isinstance(out.get("job"), list) else []
+    job_names = [j.get("name") for j in job_tables if isinstance(j, dict)]
+    for name, options in overrides.items():
+        if name not in job_names:
+            raise ScenarioError(path, f"short.job.{name}", "no [[job]] has this name (jobs: "
+                                f"{', '.join(map(str, job_names))})")
+        if not isinstance(options, dict):
+            raise ScenarioError(path, f"short.job.{name}",
+                                f"must be a table of job options, not {_type_name(options)}")
+        if "name" in options:
+            raise ScenarioError(path, f"short.job.{name}.name", "a job keeps its name")
+    r.finish()
+    jobs = []
+    for table in job_tables:
+        table = dict(table)
+        if runtime is not None and "runtime" in table:
+            table["runtime"] = runtime
+        table.update(overrides.get(table.get("name"), {}))
+        jobs.append(table)
+    if "job" in out:
+        out["job"] = jobs
+    if isinstance(out.get("expect"), list):
+        out["expect"] = [e for i, e in enumerate(out["expect"])
+                         if _kept_in_short_form(path, i, e, scen, names, out)]
+    return out
+
+
+def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devices: list,
+                        data: dict[str, Any]) -> bool:
+    """Whether expect[i] is checked in the short form; an expectation that
+    would select cells the short form does not run is an error."""
+    if not isinstance(exp, dict):
+        return True  # the regular checks name the problem
+    flag = exp.get("short", True)
+    if not isinstance(flag, bool):
+        raise ScenarioError(path, f"expect[{i}].short", "must be a boolean")
+    if not flag:
+        return False
+    hint = "; set short = false on this expectation or run it in the short form"
+    if exp.get("device") is not None and exp["device"] not in devices:
+        raise ScenarioError(path, f"expect[{i}].device", f"'{exp['device']}' is not run by the "
+                            f"short form (short.devices: {', '.join(devices)}){hint}")
+    schedulers = scen.get("schedulers", list(SCHEDULERS))
+    queue = data.get("queue", {}) if isinstance(data.get("queue"), dict) else {}
+    iosched = data.get("iosched", {}) if isinstance(data.get("iosched"), dict) else {}
+    for side in ("left", "right"):
+        sel = exp.get(side)
+        if not isinstance(sel, dict):
+            continue
+        sched = sel.get("scheduler")
+        if isinstance(schedulers, list) and sched is not None and sched not in schedulers:
+            raise ScenarioError(path, f"expect[{i}].{side}.scheduler",
+                                f"'{sched}' is not run by the short form (schedulers: "
+                                f"{', '.join(map(str, schedulers))}){hint}")
+        tunables = sel.get("tunables", {})
+        for key, value in (tunables.items() if isinstance(tunables, dict) else ()):
+            if key.startswith("iosched/"):
+                table = iosched.get(sched, {}) if sched else {}
+                axis = table.get(key[len("iosched/"):]) if isinstance(table, dict) else None
+            else:
+                axis = queue.get(key)
+            values = [str(v) for v in (axis if isinstance(axis, list) else [axis])
+                      if axis is not None]
+            if str(value) not in values:
+                raise ScenarioError(path, f"expect[{i}].{side}.tunables.{key}",
+                                    f"{value} is not run by the short form (its values: "
+                                    f"{', '.join(values) or 'not set'}){hint}")
+    return True
+
+
+def load(path: str | Path, check_profiles: bool = True, short: bool = False) -> Scenario:
     """Parse and validate a scenario file. Raises ScenarioError. Without
     check_profiles, device profiles are read but not loaded (a run read back
-    for its report needs only their names)."""
+    for its report needs only their names). With short, the file's [short]
+    table is applied first (see _short_form); either way a [short] table
+    that would not give a valid scenario is an error."""
     p = Path(path)
     shown = str(path)
     try:
@@ -492,9 +646,25 @@ def load(path: str | Path, check_profiles: bool = True) -> Scenario:
         raise ScenarioError(shown, None, f"is not valid TOML: {e}") from None
 
     top = _Reader(shown, data, "")
-    top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect"})
+    top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
+                     "short"})
     top.finish()
 
+    # The full form first, so that its own errors are named as such.
+    scenario = _parse(shown, p, blob, data, check_profiles and not short, short=False)
+    if not short and "short" not in data:
+        return scenario
+    short_data = _short_form(shown, data)
+    try:
+        short_scenario = _parse(shown, p, blob, short_data, check_profiles and short, short=True)
+    except ScenarioError as e:
+        raise ScenarioError(e.path, e.key, f"{e.message} (in the short form, with [short] "
+                            "applied)") from None
+    return short_scenario if short else scenario
+
+
+def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profiles: bool,
+           short: bool) -> Scenario:
     s = _Reader(shown, _table(shown, data, "scenario"), "scenario")
     name = s.get("name", str, p.stem)
     if not _NAME.match(name):
@@ -521,6 +691,7 @@ def load(path: str | Path, check_profiles: bool = True) -> Scenario:
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
     fault = s.choice("fault", FAULTS, "none")
+    switch_schedulers, switch_interval_ms = _parse_switching(s)
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
@@ -558,7 +729,8 @@ def load(path: str | Path, check_profiles: bool = True) -> Scenario:
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
-        blktrace=blktrace, fault=fault)
+        blktrace=blktrace, fault=fault, short=short, switch_schedulers=switch_schedulers,
+        switch_interval_ms=switch_interval_ms)
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:
@@ -591,5 +763,7 @@ def expand_cells(scenario: Scenario) -> list[Cell]:
                             if len(scenario.seeds) > 1:
                                 cid += f".seed={seed}"
                             cid += f".r{repeat}"
-                            cells.append(Cell(cid, device, sched, queue, iosched, seed, repeat))
+                            cells.append(Cell(cid, device, sched, queue, iosched, seed, repeat,
+                                              scenario.switch_schedulers,
+                                              scenario.switch_interval_ms))
     return cells

@@ -61,6 +61,8 @@ class VMConfig:
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
     devmodel_seed: int = 0
     extra_append: str = ""
+    # QEMU's determinism trace (the det_* trace events), for blklab diverge.
+    trace_path: Path | None = None
     # The QMP socket; a Unix socket path must stay under 108 bytes, so by
     # default it lives in a short temporary directory, not in workdir.
     qmp_path: Path | None = None
@@ -105,6 +107,8 @@ class VMConfig:
         if self.mode == "deterministic":
             cmd += ["-icount", f"shift={self.icount_shift},sleep=off",
                     "-rtc", f"clock=vm,base={DETERMINISTIC_RTC_BASE}"]
+        if self.trace_path is not None:
+            cmd += ["-trace", "det_*", "-D", str(self.trace_path)]
         if self.device is not None:
             cmd += self._device_args(self.device)
         return cmd
@@ -188,6 +192,7 @@ class VM:
         self.cmd = config.cmdline()
         self.returncode: int | None = None
         self.stderr = ""
+        self.console_watch = ConsoleWatch(config.console_log)
 
     def __enter__(self) -> "VM":
         self.launch()
@@ -231,6 +236,7 @@ class VM:
                 break
             except subprocess.TimeoutExpired:
                 pass
+            self.console_watch.poll()
             if watch.finished():
                 return 0
             if time.monotonic() > deadline:
@@ -288,6 +294,47 @@ class VM:
 
 
 POLL_S = 0.1  # how often a waiting harness looks at QEMU and the results file
+
+
+class ConsoleWatch:
+    """Notes the host's monotonic time at which each of the guest init's
+    marker lines first appears in the console log (read incrementally)."""
+
+    MARKERS = {"blklab: workload start": "workload_start",
+               "blklab: workload end": "workload_end"}
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.tail = b""
+        self.seen: dict[str, float] = {}
+
+    def poll(self) -> None:
+        if len(self.seen) == len(self.MARKERS):
+            return
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except (FileNotFoundError, PermissionError):
+            return
+        if not chunk:
+            return
+        now = time.monotonic()
+        self.offset += len(chunk)
+        lines = (self.tail + chunk).split(b"\n")
+        self.tail = lines.pop()
+        for line in lines:
+            text = line.decode(errors="replace")
+            for marker, name in self.MARKERS.items():
+                if marker in text and name not in self.seen:
+                    self.seen[name] = now
+
+    def workload_seconds(self) -> float | None:
+        s = self.seen
+        if "workload_start" in s and "workload_end" in s:
+            return round(s["workload_end"] - s["workload_start"], 3)
+        return None
 
 
 class ResultsWatch:

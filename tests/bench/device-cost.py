@@ -8,11 +8,12 @@
    reads): above 1, virtual time runs ahead of the host's clock, because
    the guest idles while the model's mechanics take their time.
 
-Each configuration runs twice, with a short and a long job, and the
-difference is used, so that boot and teardown cancel out. Needs the stock
-QEMU (`make bench-deps`) and blklab's builds (`make qemu image`).
+Wall time is the host's time between the guest's "workload start" and
+"workload end" console lines (host.workload_wall_seconds of a cell), so boot
+and teardown do not count. Needs the stock QEMU (`make bench-deps`) and
+blklab's builds (`make qemu image`).
 
-Usage: tests/bench/device-cost.py [--short 1] [--long 4]   (seconds of job)
+Usage: tests/bench/device-cost.py [--seconds 4]   (virtual seconds of each job)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +71,7 @@ def build_dir_with(qemu: Path, tmp: Path) -> Path:
 
 def run(tmp: Path, build: Path, tag: str, mode: str, profile: str, qd: int,
         seconds: int) -> dict:
+    """One cell; its workload's host wall time, I/Os and virtual seconds."""
     scenario = tmp / f"{tag}-{seconds}.toml"
     scenario.write_text(SCENARIO.format(mode=mode, qd=qd, seconds=seconds,
                                         profile=f'profile = "{profile}"' if profile else ""))
@@ -77,26 +80,20 @@ def run(tmp: Path, build: Path, tag: str, mode: str, profile: str, qd: int,
     proc = subprocess.run([sys.executable, "-m", "blklab", "run", str(scenario), "--accel", "tcg",
                            "--out", str(out)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"{tag}: blklab run failed:\n{proc.stdout}{proc.stderr}")
+        kept = Path(tempfile.mkdtemp(prefix=f"blklab-bench-{tag}-"))
+        shutil.copytree(out, kept, dirs_exist_ok=True)
+        sys.exit(f"{tag}: blklab run failed (run kept in {kept}):\n{proc.stdout}{proc.stderr}")
     (cell,) = [json.loads(p.read_text()) for p in out.glob("cell-*.json")]
     read = cell["workload"]["jobs"][0]["read"]
-    return {"wall_s": cell["host"]["wall_seconds"], "ios": read["total_ios"],
-            "virtual_s": read["runtime"] / 1000.0}
-
-
-def delta(tmp: Path, build: Path, tag: str, mode: str, profile: str, qd: int,
-          short: int, long: int) -> dict:
-    a = run(tmp, build, tag, mode, profile, qd, short)
-    b = run(tmp, build, tag, mode, profile, qd, long)
-    d = {k: b[k] - a[k] for k in a}
-    print(f"  {tag}: {short} s job {a}, {long} s job {b}", file=sys.stderr)
-    return d
+    m = {"wall_s": cell["host"]["workload_wall_seconds"], "ios": read["total_ios"],
+         "virtual_s": read["runtime"] / 1000.0}
+    print(f"  {tag}: {m}", file=sys.stderr)
+    return m
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--short", type=int, default=1, help="seconds of the short job")
-    ap.add_argument("--long", type=int, default=4, help="seconds of the long job")
+    ap.add_argument("--seconds", type=int, default=4, help="virtual seconds of each job")
     args = ap.parse_args()
     if not STOCK_QEMU.exists():
         sys.exit(f"{STOCK_QEMU} missing: run 'make bench-deps' (Debian's qemu-system-x86)")
@@ -105,12 +102,12 @@ def main() -> int:
         stock = build_dir_with(STOCK_QEMU, tmp)
         patched = build_dir_with((REPO / "build" / "qemu" / "bin" /
                                   "qemu-system-x86_64").resolve(), tmp)
-        print("measuring (each line: a short and a long run)", file=sys.stderr)
-        s = delta(tmp, stock, "stock-realtime", "realtime", "", 32, args.short, args.long)
-        p = delta(tmp, patched, "patched-icount-zero", "deterministic", "zero-latency", 32,
-                  args.short, args.long)
-        h = delta(tmp, patched, "patched-icount-hdd", "deterministic", "hdd-7200-desktop-1t", 8,
-                  args.short, args.long)
+        print("measuring", file=sys.stderr)
+        s = run(tmp, stock, "stock-realtime", "realtime", "", 32, args.seconds)
+        p = run(tmp, patched, "patched-icount-zero", "deterministic", "zero-latency", 32,
+                args.seconds)
+        h = run(tmp, patched, "patched-icount-hdd", "deterministic", "hdd-7200-desktop-1t", 8,
+                args.seconds)
     stock_us = s["wall_s"] / s["ios"] * 1e6
     patched_us = p["wall_s"] / p["ios"] * 1e6
     print(f"wall time per guest I/O, 4 KiB randread QD32 on NVMe:")

@@ -1,0 +1,48 @@
+"""Scheduler switch logs against a workload's time series."""
+
+import json
+
+from blklab import switches
+
+LOG = """# first_io_us=1577836805123456 interval_ms=100
+100500 2100 kyber ok
+201000 1500 bfq ok
+302000 900 none fail Invalid argument
+"""
+
+
+def cell(p99: list[float], iops: list[float]) -> dict:
+    n = len(p99)
+    ts = {"interval_ns": 20_000_000, "end_ns": [20_000_000 * (i + 1) for i in range(n)],
+          "read": {"iops": iops, "clat_p99_ns": p99, "clat_p50_ns": p99, "bw_bytes": iops}}
+    return {"cell_id": "nvme0.none.r0", "status": "ok",
+            "workload": {"jobs": [{"jobname": "r", "blkgen": {"time_series": ts}}]}}
+
+
+def test_parse():
+    sw = switches.parse(LOG)
+    assert [s.scheduler for s in sw] == ["kyber", "bfq", "none"]
+    assert sw[0] == switches.Switch(100500, 2100, "kyber", True, "")
+    assert not sw[2].ok and sw[2].error == "Invalid argument"
+
+
+def test_spike_is_the_worst_interval_around_each_switch():
+    p99 = [100_000.0] * 20
+    p99[5] = 900_000.0  # 100-120 ms: right after the first switch
+    p99[11] = 400_000.0  # 220-240 ms: within two intervals after the second
+    iops = [1000.0] * 20
+    iops[5] = 10.0
+    (cs,) = switches.analyze(cell(p99, iops), switches.parse(LOG))
+    assert cs.baseline_p99_ns == 100_000.0 and cs.baseline_iops == 1000.0
+    assert [s.p99_ns for s in cs.spikes] == [900_000.0, 400_000.0, 100_000.0]
+    assert cs.spikes[0].iops == 10.0
+
+
+def test_render_reads_a_run(tmp_path):
+    c = cell([100_000.0] * 20, [1000.0] * 20)
+    c["files"] = {"switches.txt": "cells/nvme0.none.r0/switches.txt"}
+    (tmp_path / "cells/nvme0.none.r0").mkdir(parents=True)
+    (tmp_path / "cells/nvme0.none.r0/switches.txt").write_text(LOG)
+    (tmp_path / "cell-nvme0.none.r0.json").write_text(json.dumps(c))
+    text = switches.render(tmp_path)
+    assert "3 switches, 1 failed" in text and "FAILED: Invalid argument" in text
