@@ -51,6 +51,7 @@ build_targets=(
     tests/qtest/ide-test
     tests/qtest/ahci-test
     tests/qtest/blklab-nvme-test
+    tests/qtest/blklab-ide-test
 )
 # libdevmodel (blklab's device timing models) is built with the repository's
 # CMake tree, static and position-independent, installed into a staging
@@ -412,7 +413,7 @@ build_entry() {
     install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"
     install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
         "$bld/tests/qtest/ahci-test" "$bld/tests/qtest/blklab-nvme-test" \
-        "$stage/qtest/"
+        "$bld/tests/qtest/blklab-ide-test" "$stage/qtest/"
     for r in "${option_roms[@]}"; do
         install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
     done

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs QEMU's own disk qtests against build/qemu (made by
 # qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
-# on q35), the nvme and virtio-serial-pci paths of qos-test (pc), and
-# blklab-nvme-test (NVMe completions at the device model's deadline).
+# on q35), the nvme and virtio-serial-pci paths of qos-test (pc),
+# blklab-nvme-test (NVMe completions at the device model's deadline) and
+# blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines).
 #
 # Usage: tests/qtest/run-qtests.sh [SUITE...]
-#   SUITE: ide ahci nvme virtio-serial blklab-nvme (default: all). Prints one line per
-#   suite with its time and exits non-zero if any suite fails or runs no test.
+#   SUITE: ide ahci nvme virtio-serial blklab-nvme blklab-ide (default: all).
+#   Prints one line per suite with its time and exits non-zero if any suite
+#   fails or runs no test.
 # Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QTEST_TIMEOUT
 #   (seconds per suite, default 600), BLKLAB_QTEST_KEEP_LOGS=1.
 set -euo pipefail
@@ -43,14 +45,15 @@ suite_cmd() {
         nvme) qos_cmd "$qos_bus/nvme" ;;
         virtio-serial) qos_cmd "$qos_bus/virtio-serial-pci" ;;
         blklab-nvme) cmd=("$qemu_dir/qtest/blklab-nvme-test") ;;
+        blklab-ide) cmd=("$qemu_dir/qtest/blklab-ide-test") ;;
     esac
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme)
+[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme blklab-ide)
 for s in "${suites[@]}"; do
     case $s in
-        ide | ahci | nvme | virtio-serial | blklab-nvme) ;;
+        ide | ahci | nvme | virtio-serial | blklab-nvme | blklab-ide) ;;
         *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
     esac
 done
