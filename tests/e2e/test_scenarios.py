@@ -1,0 +1,127 @@
+"""Every scenario in scenarios/ in its short form, end to end: `blklab run
+--short --jobs 2`, then `blklab check` (every expectation the short form
+keeps must hold). The labs in docs/labs/ run these same commands, so this
+tests them too, with two checks of their own: the scheduler defaults the
+guest kernel reports (lab 1) and the scheduler-switch log (lab 7).
+
+Budget: all short forms together at most 12 minutes of wall time on an idle
+2-core machine with 2 cells in parallel; each test prints its run's time.
+Scenarios on IDE/AHCI disks are skipped while build/qemu lacks the IDE
+device-model glue (qemu-patches: hw/ide)."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cells_of, run_blklab
+
+SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
+# Scenarios whose short form attaches an ide-hd or ahci-hd device.
+NEEDS_IDE_GLUE = {"hdd-ncq-vs-sorting", "hdd-sorting-nr-requests"}
+
+_runs: dict[str, Path] = {}
+
+
+def ide_glue_built() -> bool:
+    try:
+        manifest = json.loads((REPO / "build/qemu/manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return any("hw-ide" in name for name in manifest.get("series", []))
+
+
+def short_run(name: str, tmp_path_factory) -> Path:
+    """Run scenarios/NAME.toml's short form once per session; its run dir."""
+    if name not in _runs:
+        if name in NEEDS_IDE_GLUE and not ide_glue_built():
+            pytest.skip(f"{name} needs the IDE/AHCI device-model glue, which build/qemu "
+                        "(manifest.json series) does not have yet")
+        out = tmp_path_factory.mktemp(name) / "run"
+        started = time.monotonic()
+        proc = run_blklab("run", "--short", "--jobs", "2", "--out", str(out),
+                          f"scenarios/{name}.toml")
+        print(f"{name}: short form in {time.monotonic() - started:.0f} s wall")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        _runs[name] = out
+    return _runs[name]
+
+
+# Companion scenarios documented in another scenario's README.
+README_OF = {"cloud-mysql-incident-fio": "cloud-mysql-incident",
+             "cloud-mysql-incident-flusher": "cloud-mysql-incident",
+             "hdd-sorting-nr-requests": "hdd-ncq-vs-sorting"}
+
+
+def test_every_scenario_has_a_readme_and_a_short_form():
+    for name in SCENARIOS:
+        text = (REPO / "scenarios" / f"{name}.toml").read_text()
+        assert "\n[short]" in text, name
+        assert 'mode = "deterministic"' in text, name
+        assert (REPO / "scenarios" / f"{README_OF.get(name, name)}.md").exists(), name
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_short_form_expectations_hold(name, built, tmp_path_factory):
+    run = short_run(name, tmp_path_factory)
+    proc = run_blklab("check", str(run))
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# What Linux 6.1 sets (block/mq-deadline.c dd_init_sched, block/kyber-iosched.c
+# kyber_latency_targets, block/bfq-iosched.c bfq_init_queue), as sysfs shows
+# it on Debian's kernel (HZ=250). docs/labs/01-scheduler-defaults.md explains
+# each value and what is commonly written instead.
+KERNEL_DEFAULTS = {
+    "mq-deadline": {"read_expire": "500", "write_expire": "5000", "writes_starved": "2",
+                    "fifo_batch": "16", "front_merges": "1", "prio_aging_expire": "10000"},
+    "kyber": {"read_lat_nsec": "2000000", "write_lat_nsec": "10000000"},
+    "bfq": {"slice_idle": "8", "slice_idle_us": "8000", "low_latency": "1",
+            "fifo_expire_sync": "125", "fifo_expire_async": "250", "back_seek_max": "16384",
+            "back_seek_penalty": "2", "timeout_sync": "124", "max_budget": "0",
+            "strict_guarantees": "0"},
+}
+
+
+def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factory):
+    cells = cells_of(short_run("cloud-mysql-incident", tmp_path_factory))
+    seen = set()
+    for cell in cells.values():
+        effect = cell["in_effect"]
+        sched = effect["scheduler"]
+        seen.add(sched)
+        for key, value in KERNEL_DEFAULTS.get(sched, {}).items():
+            assert effect["iosched"][key] == value, (sched, key)
+        queue = effect["queue"]
+        assert queue["nr_hw_queues"] == "2"
+        if sched == "none":
+            assert queue["nr_requests"] == "1023"  # the NVMe tag set's depth
+        else:
+            # blk_mq_init_sched: 2 x min(queue depth 1023, BLKDEV_DEFAULT_RQ 128)
+            assert queue["nr_requests"] == "256"
+        if sched == "mq-deadline":
+            # 6.1.0 set 3/4 of nr_requests; the stable backport of "Fix the tag
+            # reservation code" (Debian's 6.1) sets all of it.
+            assert effect["iosched"]["async_depth"] in (queue["nr_requests"], "192")
+        # A multi-queue device gets none by default (elevator_get_default).
+        assert cell["guest"]["device"]["default_scheduler"].startswith("[none]")
+    assert seen == {"none", "mq-deadline", "kyber", "bfq"}
+
+
+def test_lab_scheduler_switch_log(built, tmp_path_factory):
+    from blklab import switches
+
+    run = short_run("scheduler-switch-under-load", tmp_path_factory)
+    ((cell, log),) = switches.load_run(run)
+    assert cell["status"] == "ok"
+    assert len(log) >= 4 and all(s.ok for s in log), log
+    assert {s.scheduler for s in log} >= {"mq-deadline", "kyber", "bfq", "none"}
+    for cs in switches.analyze(cell, log):
+        worst = max(sp.p99_ns for sp in cs.spikes if sp.p99_ns is not None)
+        print(f"{cs.job} {cs.direction}: worst switch-window p99 {worst / 1e3:.0f} us, "
+              f"away from switches {cs.baseline_p99_ns / 1e3:.0f} us")
+        assert worst > 5 * cs.baseline_p99_ns
+    proc = run_blklab("switches", str(run))
+    assert proc.returncode == 0 and "switches, 0 failed" in proc.stdout
