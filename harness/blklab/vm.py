@@ -79,7 +79,13 @@ class VMConfig:
         # panic=-1: a panic reboots at once and -no-reboot turns that into a
         # QEMU exit, so a crashed guest ends the cell instead of hanging it.
         # nokaslr: no randomised layout from host entropy.
-        parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off"]
+        # tsc=reliable: QEMU's TSC follows one clock for every vCPU (the
+        # virtual clock under icount), but Linux's warp check fails on
+        # round-robin vCPUs and falls back to acpi_pm, which makes every
+        # clock read in the guest (blkgen's, fio's, the block layer's
+        # ktime_get) a port read trapped by QEMU instead of a vDSO rdtsc.
+        parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off",
+                 "tsc=reliable"]
         if self.extra_append:
             parts.append(self.extra_append)
         return " ".join(parts)

@@ -1,0 +1,65 @@
+"""Devices driven by the device model, end to end under icount: what the
+guest measures is what the model decided, plus the guest's own software
+cost, measured in the same run on a drive of fixed 10 us latency (see
+tests/profiles/zero-10us.toml for why not zero)."""
+
+import pytest
+
+from conftest import REPO, cells_of, run_blklab
+
+PROFILES = REPO / "tests" / "profiles"
+
+# name, kind, profile
+DRIVES = [
+    ("floor", "nvme", f"{PROFILES}/zero-10us.toml"),
+    ("ssd20", "nvme", f"{PROFILES}/ssd-read-20us.toml"),
+    ("ssd100", "nvme", f"{PROFILES}/ssd-read-100us.toml"),
+    ("ssd1ms", "nvme", f"{PROFILES}/ssd-read-1000us.toml"),
+    ("hdd", "nvme", "hdd-7200-desktop-1t"),
+]
+
+
+@pytest.fixture(scope="module")
+def qd1_run(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("qd1")
+    devices = "".join(f'\n[[device]]\nname = "{n}"\nkind = "{k}"\nbacking = "null"\n'
+                      f'profile = "{p}"\n' for n, k, p in DRIVES)
+    scenario = tmp / "qd1.toml"
+    scenario.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
+                        'timeout_s = 600\n[guest]\nvcpus = 1\n' + devices + """
+[[job]]
+name = "qd1"
+rw = "randread"
+bs = "4k"
+iodepth = 1
+ioengine = "psync"
+direct = true
+size = "16m"
+""")
+    out = tmp / "run"
+    proc = run_blklab("run", str(scenario), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return cells_of(out)
+
+
+def mean_read_ns(cell: dict) -> float:
+    (row,) = [r for r in cell["summary"] if r["direction"] == "read"]
+    return row["clat_mean_ns"]
+
+
+def model_mean_read_ns(cell: dict) -> float:
+    service = cell["devmodel"]["service_ns"]["read"]
+    return service["total"] / service["count"]
+
+
+def test_qd1_latency_is_the_models_plus_the_software_floor(qd1_run):
+    floor_cell = qd1_run["floor.none.r0"]
+    assert model_mean_read_ns(floor_cell) == 10_000
+    floor = mean_read_ns(floor_cell) - 10_000
+    for name, _, _ in DRIVES[1:]:
+        cell = qd1_run[f"{name}.none.r0"]
+        model_mean = model_mean_read_ns(cell)
+        guest = mean_read_ns(cell) - floor
+        print(f"{name}: guest {mean_read_ns(cell):.0f} ns - floor {floor:.0f} ns = {guest:.0f} ns;"
+              f" model {model_mean:.0f} ns")
+        assert guest == pytest.approx(model_mean, rel=0.02), name
