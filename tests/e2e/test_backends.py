@@ -13,20 +13,23 @@ from services import DaskCluster, Libvirtd
 
 NVME = nvme(1)
 
-DEVICES = NVME + """
+# Every device is model-driven, so both backends must also bring back the
+# model's counters; the HDD's rotation rate comes from its profile.
+DEVICES = NVME + """profile = "samsung-970evoplus-1t"
+
 [[device]]
 name = "ssd0"
 kind = "ahci-hd"
 backing = "file"
 size_gib = 1
-rotation_rate = 1
+profile = "zero-latency"
 
 [[device]]
 name = "hdd0"
 kind = "ide-hd"
 backing = "file"
 size_gib = 1
-rotation_rate = 7200
+profile = "hdd-7200-desktop-1t"
 """
 
 
@@ -61,6 +64,8 @@ def test_libvirt_backend_matches_direct(built, libvirtd, tmp_path):
     assert set(lv) == {"nvme0.mq-deadline.r0", "ssd0.mq-deadline.r0", "hdd0.mq-deadline.r0"}
     for c in lv.values():
         assert c["host"]["backend"] == "libvirt"
+        reads = c["devmodel"]["service_ns"]["read"]["count"]
+        assert reads >= c["summary"][0]["total_ios"] > 0
         assert "<emulator>" in (outs["libvirt"] / "cells" / c["cell_id"] /
                                 "domain.xml").read_text()
         assert c["summary"][0]["total_ios"] > 0
