@@ -2,10 +2,11 @@
 --short --jobs 2`, then `blklab check` (every expectation the short form
 keeps must hold). The labs in docs/labs/ run these same commands, so this
 tests them too, with two checks of their own: the scheduler defaults the
-guest kernel reports (lab 1) and the scheduler-switch log (lab 7).
+guest kernel reports (lab 1) and the scheduler-switch log (lab 8).
 
 Budget: all short forms together at most 12 minutes of wall time on an idle
-2-core machine with 2 cells in parallel; each test prints its run's time.
+2-core machine with 2 cells in parallel; each test prints its run's time
+(measured figures: scenarios/README.md, "The short form").
 Scenarios on IDE/AHCI disks are skipped while build/qemu lacks the IDE
 device-model glue (qemu-patches: hw/ide)."""
 
