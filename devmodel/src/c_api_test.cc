@@ -128,4 +128,27 @@ TEST(CApiTest, ServiceTimeCountsFinalDeadlinesByOp) {
   devmodel_close(m);
 }
 
+TEST(CApiTest, RefusesTransfersNoDeviceCouldCarry) {
+  char* err = nullptr;
+  devmodel_t* m = devmodel_open(Profile("zero-latency.toml").c_str(), 1, &err);
+  ASSERT_NE(m, nullptr);
+  devmodel_completion c;
+  devmodel_request huge = {DEVMODEL_OP_WRITE, 0, 0, (1ull << 30) + 512, 1};
+  devmodel_submit(m, &huge, 10, &c, &err);
+  ASSERT_NE(err, nullptr);
+  EXPECT_STREQ(err,
+               "devmodel_submit: read or write longer than 1 GiB (no device transfers that much "
+               "in one command)");
+  EXPECT_EQ(c.deadline_ns, 10u);
+  devmodel_free(err);
+  err = nullptr;
+  devmodel_request limit = {DEVMODEL_OP_READ, 0, 0, 1ull << 30, 2};
+  devmodel_submit(m, &limit, 20, &c, &err);
+  EXPECT_EQ(err, nullptr);
+  devmodel_request trim_all = {DEVMODEL_OP_TRIM, 0, 0, devmodel_capacity_bytes(m), 3};
+  devmodel_submit(m, &trim_all, 30, &c, &err);  // trims have no such limit
+  EXPECT_EQ(err, nullptr);
+  devmodel_close(m);
+}
+
 }  // namespace

@@ -9,6 +9,8 @@ namespace devmodel {
 namespace {
 
 constexpr std::int64_t kNanoPerCredit = 1000000000;  // credits kept in 1e-9 units
+// Credits fit an int64 in 1e-9 units (gp2's bucket holds 5.4 million).
+constexpr std::uint64_t kMaxBurstCredits = 1000000000;
 
 class CloudVolume final : public Device {
  public:
@@ -89,10 +91,14 @@ class CloudVolume final : public Device {
   void RefillTo(TimeNs t) {
     if (t <= credits_time_ns_) return;
     const std::int64_t cap = static_cast<std::int64_t>(c_.burst_credits) * kNanoPerCredit;
-    // Saturate before multiplying: a long idle gap refills the bucket anyway.
-    const TimeNs dt = std::min<TimeNs>(t - credits_time_ns_, 1000000000000000ull);
-    credits_nano_ =
-        std::min<std::int64_t>(cap, credits_nano_ + static_cast<std::int64_t>(dt) * baseline_iops_);
+    // A gap long enough to fill the bucket fills it; only a shorter one is
+    // multiplied out (dt x baseline < cap <= 1e18: no overflow).
+    const auto fill_ns = static_cast<TimeNs>((cap - credits_nano_) / baseline_iops_ + 1);
+    const TimeNs dt = t - credits_time_ns_;
+    credits_nano_ = dt >= fill_ns
+                        ? cap
+                        : std::min<std::int64_t>(
+                              cap, credits_nano_ + static_cast<std::int64_t>(dt) * baseline_iops_);
     credits_time_ns_ = t;
   }
 
@@ -118,24 +124,34 @@ std::unique_ptr<Device> NewCloudVolume(const CloudConfig& c, std::unique_ptr<Dev
   if (backing == nullptr) return fail("cloud: no backing device");
   if (!backing->deadlines_final()) {
     return fail(
-        "cloud: the backing device must return final deadlines (HDD queue_policy = \"fifo\")");
+        "cloud.backing: the backing device must return final deadlines (set hdd.queue_policy = "
+        "\"fifo\")");
   }
   const std::uint64_t capacity =
       c.capacity_bytes == 0 ? backing->capacity_bytes() : c.capacity_bytes;
   if (capacity > backing->capacity_bytes() || capacity % backing->logical_block_bytes() != 0) {
-    return fail("cloud: capacity_bytes must be in [1, " +
+    return fail("cloud.capacity_bytes (" + std::to_string(capacity) + ") must be in [1, " +
                 std::to_string(backing->capacity_bytes()) +
-                "] (the backing device) and a multiple of its logical block size");
+                "] (the backing device's capacity) and a multiple of its logical block size (" +
+                std::to_string(backing->logical_block_bytes()) + ")");
   }
-  if (c.throughput_mib_s == 0) return fail("cloud: throughput_mib_s must be in [1, 100000]");
-  if (c.io_unit_bytes == 0) return fail("cloud: io_unit_bytes must be in [4096, 16777216]");
+  if (c.throughput_mib_s == 0) return fail("cloud.throughput_mib_s must be in [1, 100000]");
+  if (c.burst_credits > kMaxBurstCredits) {
+    return fail("cloud.burst_credits must be in [0, " + std::to_string(kMaxBurstCredits) + "]");
+  }
+  if (c.io_unit_bytes == 0) return fail("cloud.io_unit_bytes must be in [4096, 16777216]");
   std::uint32_t baseline = c.iops_cap;
   if (c.iops_per_gib != 0) {
+    if (c.iops_baseline_min > c.iops_baseline_max) {
+      return fail("cloud.iops_baseline_min (" + std::to_string(c.iops_baseline_min) +
+                  ") must be <= cloud.iops_baseline_max (" + std::to_string(c.iops_baseline_max) +
+                  ")");
+    }
     const std::uint64_t gib = capacity >> 30;
     baseline = static_cast<std::uint32_t>(
         std::clamp<std::uint64_t>(gib * c.iops_per_gib, c.iops_baseline_min, c.iops_baseline_max));
   }
-  if (baseline == 0) return fail("cloud: the IOPS baseline/cap must be >= 1");
+  if (baseline == 0) return fail("cloud: the IOPS baseline (cloud.iops_cap) must be >= 1");
   return std::make_unique<CloudVolume>(c, std::move(backing), seed, capacity, baseline);
 }
 

@@ -151,5 +151,38 @@ TEST(CloudTest, RefusesABackingThatReorders) {
   EXPECT_NE(error.find("backing"), std::string::npos);
 }
 
+TEST(CloudTest, WeeksIdleRefillTheBucketWithoutOverflow) {
+  // 16000 IOPS baseline x 1e15 ns idle overflowed int64 nano-credits (UB).
+  CloudConfig c = Gp2(5400000);
+  c.iops_per_gib = 10000;
+  c.iops_baseline_max = 16000;
+  c.iops_burst = 20000;
+  auto cloud = Make(c);
+  Request r;
+  r.op = Op::kRead;
+  r.length_bytes = 4096;
+  TimeNs now = 0;
+  for (int i = 0; i < 1000; ++i) now = cloud->Submit(r, now).deadline_ns;
+  now += 1000000000000000ull;  // 11.6 days idle
+  const Completion done = cloud->Submit(r, now);
+  EXPECT_GE(done.deadline_ns, now);
+  EXPECT_LT(done.deadline_ns, now + kSecond);
+  const auto counters = nlohmann::json::parse(cloud->CountersJson());
+  EXPECT_NEAR(counters["credits_left"].get<double>(), 5400000.0 - 1, 1.0);
+}
+
+TEST(CloudTest, RejectsInconsistentConfigs) {
+  ZeroConfig z;
+  std::string error;
+  CloudConfig c = Gp2(5400000);
+  c.iops_baseline_min = 20000;
+  c.iops_baseline_max = 100;
+  EXPECT_EQ(NewCloudVolume(c, NewZero(z, &error), 1, &error), nullptr);
+  EXPECT_EQ(error, "cloud.iops_baseline_min (20000) must be <= cloud.iops_baseline_max (100)");
+  c = Gp2(2000000000);
+  EXPECT_EQ(NewCloudVolume(c, NewZero(z, &error), 1, &error), nullptr);
+  EXPECT_EQ(error, "cloud.burst_credits must be in [0, 1000000000]");
+}
+
 }  // namespace
 }  // namespace devmodel

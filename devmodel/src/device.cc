@@ -15,6 +15,9 @@ const char* Device::Check(const Request& r) const {
       return "unknown op";
   }
   if (r.length_bytes == 0) return "length_bytes is 0";
+  if (r.op != Op::kTrim && r.length_bytes > kMaxTransferBytes) {
+    return "read or write longer than 1 GiB (no device transfers that much in one command)";
+  }
   if (r.offset_bytes % block != 0 || r.length_bytes % block != 0) {
     return "offset_bytes or length_bytes not a multiple of the logical block size";
   }

@@ -367,7 +367,13 @@ Completion HddModel::Poll(std::uint64_t tag, TimeNs now) {
     done_.erase(it);
     return {done, true};
   }
-  if (queue_.empty()) return {now, true};  // unknown tag
+  // Still queued (SPTF) or a FLUSH waiting for destages: poll again when the
+  // mechanism decides next. Anything else is an unknown tag.
+  const bool queued = std::any_of(queue_.begin(), queue_.end(),
+                                  [tag](const Cmd& c) { return c.tag == tag && !c.destage; }) ||
+                      std::any_of(flushes_.begin(), flushes_.end(),
+                                  [tag](const PendingFlush& f) { return f.tag == tag; });
+  if (!queued) return {now, true};
   return {std::max(now, NextDecision()), false};
 }
 
@@ -403,11 +409,11 @@ std::unique_ptr<Device> NewHdd(const HddConfig& config, std::string* error) {
   std::string geometry_error;
   HddGeometry geometry(config, &geometry_error);
   if (!geometry.ok()) {
-    if (error != nullptr) *error = "hdd: " + geometry_error;
+    if (error != nullptr) *error = geometry_error;
     return nullptr;
   }
   if (config.cache_segments > 1024) {
-    if (error != nullptr) *error = "hdd: cache_segments must be in [1, 1024]";
+    if (error != nullptr) *error = "hdd.cache_segments must be in [1, 1024]";
     return nullptr;
   }
   return std::make_unique<HddModel>(config, std::move(geometry));

@@ -2,8 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace devmodel::internal {
+namespace {
+
+// Nanoseconds as milliseconds with up to 3 decimals, as profiles give them.
+std::string Ms(double ns) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", ns / 1e6);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
 
 HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
     : heads_(c.heads), bytes_per_sector_(c.logical_block_bytes), per_heads_(std::max(1u, c.heads)) {
@@ -11,46 +25,41 @@ HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
     if (error != nullptr) *error = std::move(msg);
   };
   if (c.rpm < 1000 || c.rpm > 20000) {
-    fail("rpm must be in [1000, 20000]");
+    fail("hdd.rpm must be in [1000, 20000]");
     return;
   }
   if (c.heads < 1 || c.heads > 64) {
-    fail("heads must be in [1, 64]");
+    fail("hdd.heads must be in [1, 64]");
     return;
   }
   if (c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) {
-    {
-      fail("logical_block_bytes must be 512 or 4096");
-      return;
-    }
+    fail("hdd.logical_block_bytes must be 512 or 4096");
+    return;
   }
   if (c.zone_mb_s.empty() || c.zone_mb_s.size() > 256) {
-    {
-      fail("zone_mb_s must list 1 to 256 zones");
-      return;
-    }
+    fail("hdd.zone_mb_s must list 1 to 256 zones, got " + std::to_string(c.zone_mb_s.size()));
+    return;
   }
   if (c.capacity_bytes < (1ull << 20) || c.capacity_bytes % c.logical_block_bytes != 0) {
-    {
-      fail("capacity_bytes must be >= 1 MiB and a multiple of logical_block_bytes");
-      return;
-    }
+    fail("hdd.capacity_bytes (" + std::to_string(c.capacity_bytes) +
+         ") must be >= 1 MiB and a multiple of hdd.logical_block_bytes (" +
+         std::to_string(c.logical_block_bytes) + ")");
+    return;
   }
   rev_ps_ = 60000000000000ull / c.rpm;
   total_sectors_ = c.capacity_bytes / c.logical_block_bytes;
   const std::uint64_t switch_ps = std::max(c.head_switch_ns, c.track_to_track_seek_ns) * 1000;
   if (switch_ps >= rev_ps_ / 2) {
-    {
-      fail("head_switch_ns and track_to_track_seek_ns must be below half a revolution");
-      return;
-    }
+    fail("hdd.head_switch_ms and hdd.track_to_track_seek_ms must be below half a revolution (" +
+         Ms(static_cast<double>(rev_ps_ / 2) / 1e3) + " ms at " + std::to_string(c.rpm) + " rpm)");
+    return;
   }
   std::vector<std::uint32_t> spt(c.zone_mb_s.size()), skew(c.zone_mb_s.size());
   std::uint64_t sum_spt = 0;
   for (std::size_t z = 0; z < c.zone_mb_s.size(); ++z) {
     const double want = c.zone_mb_s[z] * 1e6;
     if (!(want >= 1e6 && want <= 5e9)) {
-      fail("zone_mb_s values must be in [1, 5000]");
+      fail("hdd.zone_mb_s values must be in [1, 5000]");
       return;
     }
     const double rev_s = static_cast<double>(rev_ps_) * 1e-12;
@@ -97,10 +106,9 @@ HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
   const double maxd = cylinders_ > 1 ? cylinders_ - 1.0 : 1.0;
   knee_ = std::max(2.0, maxd / 3.0);
   if (!(t1_ > 0 && t1_ < tfull_)) {
-    {
-      fail("track_to_track_seek_ns must be in [1, full_stroke_seek_ns)");
-      return;
-    }
+    fail("hdd.track_to_track_seek_ms (" + Ms(t1_) +
+         ") must be above 0 and below hdd.full_stroke_seek_ms (" + Ms(tfull_) + ")");
+    return;
   }
   const std::uint32_t buckets = std::min<std::uint32_t>(1024, cylinders_);
   const double width = static_cast<double>(cylinders_) / buckets;
@@ -124,9 +132,8 @@ HddGeometry::HddGeometry(const HddConfig& c, std::string* error)
   const double target = static_cast<double>(c.average_seek_ns);
   double lo = 0, hi = (tfull_ - t1_) / (std::sqrt(knee_) - 1.0);
   if (MeanSeek(lo) > target || MeanSeek(hi) < target) {
-    fail("average_seek_ns must be in [" + std::to_string(static_cast<std::uint64_t>(MeanSeek(lo))) +
-         ", " + std::to_string(static_cast<std::uint64_t>(MeanSeek(hi))) +
-         "] for these track_to_track_seek_ns and full_stroke_seek_ns");
+    fail("hdd.average_seek_ms (" + Ms(target) + ") must be in [" + Ms(MeanSeek(lo)) + ", " +
+         Ms(MeanSeek(hi)) + "] for these hdd.track_to_track_seek_ms and hdd.full_stroke_seek_ms");
     return;
   }
   for (int it = 0; it < 60; ++it) {

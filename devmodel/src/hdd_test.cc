@@ -166,7 +166,28 @@ TEST(HddTest, RejectsImpossibleSeekFigures) {
   c.average_seek_ns = 16900000;  // close to full stroke: no curve fits
   std::string error;
   EXPECT_EQ(NewHdd(c, &error), nullptr);
-  EXPECT_NE(error.find("average_seek_ns must be in ["), std::string::npos) << error;
+  EXPECT_NE(error.find("hdd.average_seek_ms (16.9) must be in ["), std::string::npos) << error;
+}
+
+TEST(HddTest, SptfPollOfAnUnknownTagIsFinalAtNow) {
+  // devmodel.h: "An unknown tag yields {now_ns, 1}", also while other
+  // commands are queued (the poll used to answer "poll again" for any tag).
+  HddConfig c = Desktop();
+  c.queue_policy = QueuePolicy::kSptf;
+  std::string error;
+  auto hdd = NewHdd(c, &error);
+  ASSERT_NE(hdd, nullptr) << error;
+  Request r;
+  r.op = Op::kRead;
+  r.length_bytes = 4096;
+  for (std::uint64_t tag = 1; tag <= 4; ++tag) {
+    r.tag = tag;
+    r.offset_bytes = tag * (100ull << 30);
+    EXPECT_FALSE(hdd->Submit(r, 1000).final);
+  }
+  const Completion unknown = hdd->Poll(99, 2000);
+  EXPECT_EQ(unknown.deadline_ns, 2000u);
+  EXPECT_TRUE(unknown.final);
 }
 
 }  // namespace

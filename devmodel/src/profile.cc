@@ -1,7 +1,10 @@
 #include "devmodel/profile.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -189,7 +192,7 @@ std::vector<Key> CloudKeys() {
       Int("iops_baseline_max", &C::iops_baseline_max, 1, 1000000, "IOPS"),
       Int("iops_cap", &C::iops_cap, 1, 1000000, "IOPS"),
       Int("iops_burst", &C::iops_burst, 0, 1000000, "IOPS (0 = no burst bucket)"),
-      Int("burst_credits", &C::burst_credits, 0, 1e12, "I/O credits"),
+      Int("burst_credits", &C::burst_credits, 0, 1e9, "I/O credits"),
       Int("throughput_mib_s", &C::throughput_mib_s, 1, 100000, "MiB/s"),
       Int("io_unit_bytes", &C::io_unit_bytes, 4096, 16 << 20, "bytes"),
       Scaled("latency_floor_us", &C::latency_floor_ns, 0, 1000000, 1e3, "us"),
@@ -198,7 +201,7 @@ std::vector<Key> CloudKeys() {
 }
 
 std::string FormatNumber(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e18) {
+  if (v == std::floor(v) && std::fabs(v) < 0x1p63) {
     return std::to_string(static_cast<long long>(v));
   }
   std::ostringstream s;
@@ -237,6 +240,80 @@ std::string TypeName(const toml::value& v) {
   return "a date/time";
 }
 
+// "<line>:" and a description of the first byte that cannot be in a TOML
+// file (invalid UTF-8, or a control character other than tab, CR and LF), or
+// "" if there is none. Checked before parsing, so binary garbage gets one
+// clear line instead of a parser error that quotes it.
+std::string FirstNonText(const std::string& text) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    char what[96] = "";
+    int extra = 0;
+    if (c == '\n') {
+      ++line;
+    } else if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+      std::snprintf(what, sizeof what, "control character 0x%02x", c);
+    } else if (c >= 0x80) {
+      extra = c >= 0xf5 ? -1 : c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 ? 1 : -1;
+      for (int k = 1; extra > 0 && k <= extra; ++k) {
+        if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
+          extra = -1;
+        }
+      }
+      if (extra < 0) std::snprintf(what, sizeof what, "byte 0x%02x that is not UTF-8", c);
+    }
+    if (what[0] != '\0') {
+      return std::to_string(line) + ": not a TOML text file: " + what + " at byte " +
+             std::to_string(i);
+    }
+    i += 1 + std::max(extra, 0);
+  }
+  return "";
+}
+
+// toml11's multi-line syntax error (with a source excerpt) as one line:
+// "<line>: TOML syntax error: <what> (<what the excerpt points at>)".
+std::string SyntaxError(const toml::syntax_error& e) {
+  const std::string all = e.what();
+  std::string what = all.substr(0, all.find('\n'));
+  if (what.rfind("[error] ", 0) == 0) what.erase(0, 8);
+  if (what.rfind("toml::", 0) == 0 && what.find(": ") != std::string::npos) {
+    what.erase(0, what.find(": ") + 2);  // toml11's function name
+  }
+  while (!what.empty() && (what.back() == '.' || what.back() == ' ')) what.pop_back();
+  // The last marked excerpt line ("   | ^--- is not a valid key").
+  std::string hint;
+  for (std::size_t pos = 0; (pos = all.find("\n", pos)) != std::string::npos;) {
+    const std::size_t start = ++pos;
+    const std::string line = all.substr(start, all.find('\n', start) - start);
+    const std::size_t mark = line.find_first_of("^~");
+    if (line.find(" | ") == std::string::npos || mark == std::string::npos) continue;
+    const std::size_t text = line.find_first_not_of("^~-", mark);
+    if (text != std::string::npos && line.find_first_not_of(' ', text) != std::string::npos) {
+      hint = line.substr(line.find_first_not_of(' ', text));
+    }
+  }
+  const auto line = e.location().line();
+  return (line > 0 ? std::to_string(line) + ":" : std::string()) + " TOML syntax error: " + what +
+         (hint.empty() ? "" : " (" + hint + ")");
+}
+
+// The integer as written when toml11 saturated it (it reads values beyond
+// 64 bits as INT64_MAX / INT64_MIN), else as stored.
+std::string IntegerText(const toml::value& v) {
+  const std::int64_t x = v.as_integer();
+  if (x != INT64_MAX && x != INT64_MIN) return std::to_string(x);
+  const auto& loc = v.location();
+  if (loc.column() == 0 || loc.column() - 1 >= loc.line_str().size()) return std::to_string(x);
+  const std::string token = loc.line_str().substr(loc.column() - 1, loc.region());
+  std::string digits;
+  for (char c : token) {
+    if (c != '_' && c != '+') digits += c;
+  }
+  return digits == std::to_string(x) ? digits : token + " (beyond 64-bit integers)";
+}
+
 class Loader {
  public:
   Loader(std::string name, std::string* error) : name_(std::move(name)), error_(error) {}
@@ -270,6 +347,7 @@ class Loader {
         return Fail(v,
                     "unknown key '" + full + "' (allowed in [" + section + "]: " + allowed + ")");
       }
+      key_lines_.emplace_back(full, v.location().line());
       const std::string want = "key '" + full + "' must be " + RangeText(*key);
       switch (key->type) {
         case Key::Type::kBool:
@@ -291,7 +369,7 @@ class Loader {
           if (!v.is_integer()) return Fail(v, want + ", got " + TypeName(v));
           const std::int64_t x = v.as_integer();
           if (static_cast<double>(x) < key->lo || static_cast<double>(x) > key->hi) {
-            return Fail(v, want + ", got " + std::to_string(x));
+            return Fail(v, want + ", got " + IntegerText(v));
           }
           key->set_int(config, x);
           break;
@@ -299,13 +377,16 @@ class Loader {
         case Key::Type::kNumber: {
           if (!v.is_integer() && !v.is_floating()) return Fail(v, want + ", got " + TypeName(v));
           const double x = v.is_integer() ? static_cast<double>(v.as_integer()) : v.as_floating();
-          if (!(x >= key->lo && x <= key->hi)) return Fail(v, want + ", got " + FormatNumber(x));
+          if (!(x >= key->lo && x <= key->hi)) {
+            return Fail(v, want + ", got " + (v.is_integer() ? IntegerText(v) : FormatNumber(x)));
+          }
           key->set_number(config, x);
           break;
         }
         case Key::Type::kNumberList: {
           if (!v.is_array() || v.as_array().empty()) {
-            return Fail(v, want + " (non-empty), got " + TypeName(v));
+            return Fail(v, want + " (non-empty), got " +
+                               (v.is_array() ? std::string("an empty array") : TypeName(v)));
           }
           std::vector<double> list;
           for (const toml::value& e : v.as_array()) {
@@ -326,11 +407,21 @@ class Loader {
     return true;
   }
 
-  std::unique_ptr<Device> Build(const std::string& text, std::uint64_t seed) {
+  // Parses, validates and (unless `check_only`) builds the device. With
+  // `check_only` an SSD is validated by CheckSsdConfig and stood in for by a
+  // zero-latency device of the same size, so no state is built.
+  std::unique_ptr<Device> Build(const std::string& text, std::uint64_t seed, bool check_only) {
+    if (const std::string bad = FirstNonText(text); !bad.empty()) {
+      *error_ = name_ + ":" + bad;
+      return nullptr;
+    }
     toml::value root;
     try {
       std::istringstream in(text);
       root = toml::parse(in, name_);
+    } catch (const toml::syntax_error& e) {
+      *error_ = name_ + ":" + SyntaxError(e);
+      return nullptr;
     } catch (const std::exception& e) {
       *error_ = name_ + ": TOML syntax error: " + e.what();
       return nullptr;
@@ -360,6 +451,7 @@ class Loader {
            "missing key 'device.model' (one of \"ssd\" \"hdd\" \"cloud\" \"zero\")");
       return nullptr;
     }
+    model_ = dev.model;
     std::string inner = dev.model;
     CloudConfig cloud;
     if (dev.model == "cloud") {
@@ -386,11 +478,15 @@ class Loader {
     if (inner == "ssd") {
       SsdConfig c;
       if (!Require(root, "ssd") || !Apply(root, "ssd", SsdKeys(), &c)) return nullptr;
-      device = NewSsd(c, seed, &why);
+      if (!check_only) {
+        device = NewSsd(c, seed, &why);
+      } else if (std::uint64_t capacity = 0; CheckSsdConfig(c, &capacity, &why)) {
+        device = NewZero(ZeroConfig{capacity, c.logical_block_bytes, 0}, &why);
+      }
     } else if (inner == "hdd") {
       HddConfig c;
       if (!Require(root, "hdd") || !Apply(root, "hdd", HddKeys(), &c)) return nullptr;
-      device = NewHdd(c, &why);
+      device = NewHdd(c, &why);  // cheap: no state grows with the capacity
     } else {
       ZeroConfig c;
       if (root.contains("zero") && !Apply(root, "zero", ZeroKeys(), &c)) return nullptr;
@@ -400,9 +496,11 @@ class Loader {
       // A distinct stream for the network jitter than for preconditioning.
       device = NewCloudVolume(cloud, std::move(device), seed ^ 0x636c6f7564ull, &why);
     }
-    if (device == nullptr) *error_ = name_ + ": " + why;
+    if (device == nullptr) *error_ = name_ + ":" + LineOfFirstKeyIn(why) + " " + why;
     return device;
   }
+
+  const std::string& model() const { return model_; }
 
  private:
   bool Require(const toml::value& root, const std::string& section) {
@@ -411,9 +509,35 @@ class Loader {
     return false;
   }
 
+  // "<line>:" of the key set in the file that `why` names first, or "" when
+  // it names none (the value is a default). Keys are named "section.key".
+  std::string LineOfFirstKeyIn(const std::string& why) const {
+    std::size_t best_pos = std::string::npos;
+    std::size_t best_line = 0;
+    for (const auto& [key, line] : key_lines_) {
+      for (std::size_t pos = why.find(key); pos != std::string::npos;
+           pos = why.find(key, pos + 1)) {
+        const std::size_t end = pos + key.size();
+        const bool whole =
+            (pos == 0 || !IsKeyChar(why[pos - 1])) && (end == why.size() || !IsKeyChar(why[end]));
+        if (whole && pos < best_pos) {
+          best_pos = pos;
+          best_line = line;
+        }
+        if (whole) break;
+      }
+    }
+    return best_line > 0 ? std::to_string(best_line) + ":" : std::string();
+  }
+  static bool IsKeyChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  }
+
   std::string name_;
   std::string* error_;
   std::string backing_;
+  std::string model_;
+  std::vector<std::pair<std::string, std::size_t>> key_lines_;  // every key applied
 };
 
 }  // namespace
@@ -423,23 +547,68 @@ std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, cons
   std::string ignored;
   Loader loader(name, error != nullptr ? error : &ignored);
   try {
-    return loader.Build(toml_text, seed);
+    return loader.Build(toml_text, seed, /*check_only=*/false);
   } catch (const std::exception& e) {  // toml11 lookups and allocation
     if (error != nullptr) *error = name + ": " + e.what();
     return nullptr;
   }
 }
 
-std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
-                                    std::string* error) {
+namespace {
+
+bool ReadFile(const std::string& path, std::string* text, std::string* error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (error != nullptr) *error = path + ": is a directory, not a profile";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (error != nullptr) *error = path + ": cannot open file";
-    return nullptr;
+    return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return LoadProfileFromString(text.str(), path, seed, error);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) {
+    if (error != nullptr) *error = path + ": cannot read file";
+    return false;
+  }
+  *text = s.str();
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
+                                    std::string* error) {
+  std::string text;
+  if (!ReadFile(path, &text, error)) return nullptr;
+  return LoadProfileFromString(text, path, seed, error);
+}
+
+bool CheckProfileFromString(const std::string& toml_text, const std::string& name,
+                            ProfileSummary* summary, std::string* error) {
+  std::string ignored;
+  Loader loader(name, error != nullptr ? error : &ignored);
+  try {
+    const std::unique_ptr<Device> device = loader.Build(toml_text, 0, /*check_only=*/true);
+    if (device == nullptr) return false;
+    if (summary != nullptr) {
+      summary->model = loader.model();
+      summary->capacity_bytes = device->capacity_bytes();
+      summary->logical_block_bytes = device->logical_block_bytes();
+      summary->deadlines_final = device->deadlines_final();
+    }
+    return true;
+  } catch (const std::exception& e) {
+    if (error != nullptr) *error = name + ": " + e.what();
+    return false;
+  }
+}
+
+bool CheckProfile(const std::string& path, ProfileSummary* summary, std::string* error) {
+  std::string text;
+  return ReadFile(path, &text, error) && CheckProfileFromString(text, path, summary, error);
 }
 
 std::string ProfileKeyReference() {

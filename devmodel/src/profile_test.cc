@@ -15,7 +15,14 @@ TEST(ProfileTest, EveryShippedProfileLoads) {
     std::string error;
     auto device = LoadProfile(entry.path().string(), 1, &error);
     EXPECT_NE(device, nullptr) << error;
+    // CheckProfile (no state built) agrees with the device LoadProfile built.
+    ProfileSummary summary;
+    EXPECT_TRUE(CheckProfile(entry.path().string(), &summary, &error)) << error;
     if (device != nullptr) {
+      EXPECT_EQ(summary.capacity_bytes, device->capacity_bytes()) << entry.path();
+      EXPECT_EQ(summary.logical_block_bytes, device->logical_block_bytes()) << entry.path();
+      EXPECT_EQ(summary.deadlines_final, device->deadlines_final()) << entry.path();
+      EXPECT_FALSE(summary.model.empty());
       EXPECT_GT(device->capacity_bytes(), 0u);
       printf("[ loaded   ] %-28s %8.1f GB, rpm %u, %6.1f MiB model state\n",
              entry.path().filename().c_str(), device->capacity_bytes() / 1e9,
@@ -72,8 +79,34 @@ INSTANTIATE_TEST_SUITE_P(
             "bad choice", kBadChoice.c_str(),
             "key 'ssd.precondition' must be one of \"none\" \"full\" \"steady\", got \"aged\""},
         BadProfile{"capacity beyond raw", kNoOp.c_str(),
-                   "bad.toml: capacity_bytes must be in [4096, "},
-        BadProfile{"syntax", "[device\nmodel = 1\n", "bad.toml: TOML syntax error"},
+                   "bad.toml:4: ssd.capacity_bytes must be in [4096, "},
+        BadProfile{"syntax", "[device\nmodel = 1\n", "bad.toml:1: TOML syntax error: "},
+        BadProfile{"duplicate key", "[device]\nmodel = \"ssd\"\nmodel = \"hdd\"\n",
+                   "bad.toml:3: TOML syntax error: value (\"model\") already exists (value defined "
+                   "twice)"},
+        BadProfile{"binary", "[device]\nmodel = \"zero\"\n\x01\xff\n",
+                   "bad.toml:3: not a TOML text file: control character 0x01 at byte 24"},
+        BadProfile{"not UTF-8", "[device]\nname = \"\xff\"\n",
+                   "bad.toml:2: not a TOML text file: byte 0xff that is not UTF-8 at byte 17"},
+        BadProfile{"beyond 64 bits",
+                   "[device]\nmodel = \"zero\"\n[zero]\ncapacity_bytes = 99999999999999999999\n",
+                   "bad.toml:4: key 'zero.capacity_bytes' must be an integer in [1048576, "
+                   "1152921504606846976] bytes, got 99999999999999999999 (beyond 64-bit integers)"},
+        BadProfile{"too many erase blocks",
+                   "[device]\nmodel = \"ssd\"\n[ssd]\nchannels = 64\ndies_per_channel = 64\n"
+                   "blocks_per_plane = 4096\npages_per_block = 1\npage_bytes = 4096\n"
+                   "planes_per_die = 1\n",
+                   "bad.toml:4: ssd geometry: ssd.channels x ssd.dies_per_channel x "
+                   "ssd.blocks_per_plane (16777216) must be <= 4194304 erase blocks"},
+        BadProfile{
+            "cloud baseline bounds inverted",
+            "[device]\nmodel = \"cloud\"\n[cloud]\nbacking = \"zero\"\niops_per_gib = 3\n"
+            "iops_baseline_min = 20000\niops_baseline_max = 100\n",
+            "bad.toml:6: cloud.iops_baseline_min (20000) must be <= cloud.iops_baseline_max (100)"},
+        BadProfile{"burst bucket beyond int64 nano-credits",
+                   "[device]\nmodel = \"cloud\"\n[cloud]\nbacking = \"zero\"\n"
+                   "burst_credits = 1000000000000\n",
+                   "key 'cloud.burst_credits' must be an integer in [0, 1000000000] I/O credits"},
         BadProfile{"no device section", "[ssd]\nchannels = 4\n", "missing section [device]"},
         BadProfile{
             "unknown model", "[device]\nmodel = \"tape\"\n",
@@ -90,8 +123,35 @@ INSTANTIATE_TEST_SUITE_P(
                    "key 'hdd.zone_mb_s' must be an array of numbers in [1, 5000]"},
         BadProfile{"impossible seek curve",
                    "[device]\nmodel = \"hdd\"\n[hdd]\naverage_seek_ms = 16.9\n",
-                   "average_seek_ns must be in ["},
+                   "bad.toml:4: hdd.average_seek_ms (16.9) must be in ["},
         BadProfile{"empty profile", "", "missing section [device]"}));
+
+TEST(ProfileTest, CheckGivesLoadsMessages) {
+  const std::string text = std::string(kSsdHead) + "channels = 2\ncapacity_bytes = 1099511627776\n";
+  std::string check_error, load_error;
+  EXPECT_FALSE(CheckProfileFromString(text, "bad.toml", nullptr, &check_error));
+  EXPECT_EQ(LoadProfileFromString(text, "bad.toml", 1, &load_error), nullptr);
+  EXPECT_EQ(check_error, load_error);
+  EXPECT_EQ(check_error.rfind("bad.toml:5: ssd.capacity_bytes must be in [4096, ", 0), 0u)
+      << check_error;
+}
+
+TEST(ProfileTest, ModelErrorsPointAtTheLineOfTheKeyTheyName) {
+  std::string error;
+  EXPECT_EQ(LoadProfileFromString("[device]\nmodel = \"zero\"\n[zero]\nlogical_block_bytes = 4096\n"
+                                  "capacity_bytes = 1048577\n",
+                                  "bad.toml", 1, &error),
+            nullptr);
+  EXPECT_EQ(error,
+            "bad.toml:5: zero.capacity_bytes (1048577) must be a positive multiple of "
+            "zero.logical_block_bytes (4096, 512 or 4096)");
+}
+
+TEST(ProfileTest, DirectoryIsNotAProfile) {
+  std::string error;
+  EXPECT_FALSE(CheckProfile(DEVMODEL_PROFILE_DIR, nullptr, &error));
+  EXPECT_EQ(error, std::string(DEVMODEL_PROFILE_DIR) + ": is a directory, not a profile");
+}
 
 TEST(ProfileTest, MissingFileNamesThePath) {
   std::string error;

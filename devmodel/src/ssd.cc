@@ -18,54 +18,71 @@ std::string Range(const char* field, std::uint64_t lo, std::uint64_t hi) {
          "]";
 }
 
-}  // namespace
-
-std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::string* error) {
-  auto fail = [error](std::string msg) -> std::unique_ptr<Device> {
+// Validates `c` and derives the FTL geometry; false + *error naming the
+// profile key (ssd.<key>) if the configuration is inconsistent.
+bool SsdGeometry(const SsdConfig& c, internal::FtlGeometry* out, std::string* error) {
+  auto fail = [error](std::string msg) {
     if (error != nullptr) *error = std::move(msg);
-    return nullptr;
+    return false;
   };
   if (c.channels == 0 || c.dies_per_channel == 0 || c.planes_per_die == 0 ||
       c.blocks_per_plane == 0 || c.pages_per_block == 0) {
     return fail(
-        "ssd geometry: channels, dies_per_channel, planes_per_die, "
-        "blocks_per_plane and pages_per_block must be >= 1");
+        "ssd geometry: ssd.channels, ssd.dies_per_channel, ssd.planes_per_die, "
+        "ssd.blocks_per_plane and ssd.pages_per_block must be >= 1");
   }
   if (c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) {
-    return fail("logical_block_bytes must be 512 or 4096");
+    return fail("ssd.logical_block_bytes must be 512 or 4096");
   }
   if (c.mapping_unit_bytes < c.logical_block_bytes ||
       c.mapping_unit_bytes % c.logical_block_bytes != 0) {
-    return fail("mapping_unit_bytes must be a multiple of logical_block_bytes");
+    return fail("ssd.mapping_unit_bytes (" + std::to_string(c.mapping_unit_bytes) +
+                ") must be a multiple of ssd.logical_block_bytes (" +
+                std::to_string(c.logical_block_bytes) + ")");
   }
   if (c.page_bytes < c.mapping_unit_bytes || c.page_bytes % c.mapping_unit_bytes != 0) {
-    return fail("page_bytes must be a multiple of mapping_unit_bytes");
+    return fail("ssd.page_bytes (" + std::to_string(c.page_bytes) +
+                ") must be a multiple of ssd.mapping_unit_bytes (" +
+                std::to_string(c.mapping_unit_bytes) + ")");
   }
-  if (c.channel_mb_s == 0) return fail(Range("channel_mb_s", 1, 1000000));
-  if (c.max_inflight_commands == 0) return fail(Range("max_inflight_commands", 1, 65536));
-  if (c.gc_foreground_free_blocks < 2) return fail(Range("gc_foreground_free_blocks", 2, 1024));
+  if (c.channel_mb_s == 0) return fail(Range("ssd.channel_mb_s", 1, 1000000));
+  if (c.max_inflight_commands == 0) return fail(Range("ssd.max_inflight_commands", 1, 65536));
+  if (c.gc_foreground_free_blocks < 2) {
+    return fail(Range("ssd.gc_foreground_free_blocks", 2, 100000));
+  }
   if (c.gc_background_free_blocks < c.gc_foreground_free_blocks) {
-    return fail("gc_background_free_blocks must be >= gc_foreground_free_blocks");
+    return fail("ssd.gc_background_free_blocks (" + std::to_string(c.gc_background_free_blocks) +
+                ") must be >= ssd.gc_foreground_free_blocks (" +
+                std::to_string(c.gc_foreground_free_blocks) + ")");
+  }
+  const std::uint64_t dies = std::uint64_t{c.channels} * c.dies_per_channel;
+  // Block metadata is dense (Ftl: 16 bytes per block plus group minima).
+  if (dies * c.blocks_per_plane > kMaxSsdBlocks) {
+    return fail("ssd geometry: ssd.channels x ssd.dies_per_channel x ssd.blocks_per_plane (" +
+                std::to_string(dies * c.blocks_per_plane) +
+                ") must be <= " + std::to_string(kMaxSsdBlocks) + " erase blocks");
   }
   internal::FtlGeometry g;
-  g.dies = c.channels * c.dies_per_channel;
+  g.dies = static_cast<std::uint32_t>(dies);
   g.blocks_per_die = c.blocks_per_plane;
   g.slots_per_page = c.page_bytes / c.mapping_unit_bytes;
-  g.slots_per_program = g.slots_per_page * c.planes_per_die;
-  g.slots_per_block = g.slots_per_program * c.pages_per_block;
   g.gc_foreground_free_blocks = c.gc_foreground_free_blocks;
   g.gc_background_free_blocks = c.gc_background_free_blocks;
-  if (std::uint64_t{g.slots_per_program} * c.pages_per_block > internal::Ftl::kMaxSlotsPerBlock) {
+  const std::uint64_t slots_per_block =
+      std::uint64_t{g.slots_per_page} * c.planes_per_die * c.pages_per_block;
+  if (slots_per_block > internal::Ftl::kMaxSlotsPerBlock) {
     return fail("ssd geometry: a block may hold at most " +
                 std::to_string(internal::Ftl::kMaxSlotsPerBlock) +
-                " mapping units (planes_per_die x pages_per_block x page_bytes / "
-                "mapping_unit_bytes)");
+                " mapping units (ssd.planes_per_die x ssd.pages_per_block x ssd.page_bytes / "
+                "ssd.mapping_unit_bytes)");
   }
+  g.slots_per_program = g.slots_per_page * c.planes_per_die;
+  g.slots_per_block = static_cast<std::uint32_t>(slots_per_block);
   const std::uint64_t raw_slots = std::uint64_t{g.dies} * g.blocks_per_die * g.slots_per_block;
   if (raw_slots >= 0xFFFFFFFFull) {
     return fail(
-        "ssd geometry: raw capacity / mapping_unit_bytes must be < 2^32 "
-        "(raise mapping_unit_bytes)");
+        "ssd geometry: raw capacity / ssd.mapping_unit_bytes must be < 2^32 "
+        "(raise ssd.mapping_unit_bytes)");
   }
   const std::uint64_t raw = SsdRawBytes(c);
   // Each die needs its share of user data plus the GC reserve, two open blocks
@@ -80,7 +97,8 @@ std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::stri
     capacity = std::min(raw / 100 * 93, max_cap) / c.mapping_unit_bytes * c.mapping_unit_bytes;
   }
   if (capacity % c.mapping_unit_bytes != 0) {
-    return fail("capacity_bytes must be a multiple of mapping_unit_bytes (" +
+    return fail("ssd.capacity_bytes (" + std::to_string(capacity) +
+                ") must be a multiple of ssd.mapping_unit_bytes (" +
                 std::to_string(c.mapping_unit_bytes) + ")");
   }
   g.exported_slots = capacity / c.mapping_unit_bytes;
@@ -88,13 +106,30 @@ std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::stri
   const std::uint64_t needed =
       (per_die + g.slots_per_block - 1) / g.slots_per_block + c.gc_foreground_free_blocks + 3;
   if (capacity == 0 || needed > g.blocks_per_die) {
-    return fail(Range("capacity_bytes", c.mapping_unit_bytes, max_cap) +
+    return fail(Range("ssd.capacity_bytes", c.mapping_unit_bytes, max_cap) +
                 " for this geometry (raw " + std::to_string(raw) +
-                " bytes; over-provisioning must leave GC reserve blocks per die)");
+                " bytes; over-provisioning must leave ssd.gc_foreground_free_blocks + 3 blocks "
+                "per die)");
   }
-  if (c.precondition_overwrite_factor < 0 || c.precondition_overwrite_factor > 16) {
-    return fail("precondition_overwrite_factor must be in [0, 16]");
+  if (!(c.precondition_overwrite_factor >= 0 && c.precondition_overwrite_factor <= 16)) {
+    return fail("ssd.precondition_overwrite_factor must be in [0, 16]");
   }
+  *out = g;
+  return true;
+}
+
+}  // namespace
+
+bool CheckSsdConfig(const SsdConfig& config, std::uint64_t* capacity_bytes, std::string* error) {
+  internal::FtlGeometry g;
+  if (!SsdGeometry(config, &g, error)) return false;
+  if (capacity_bytes != nullptr) *capacity_bytes = g.exported_slots * config.mapping_unit_bytes;
+  return true;
+}
+
+std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::string* error) {
+  internal::FtlGeometry g;
+  if (!SsdGeometry(c, &g, error)) return nullptr;
   return std::make_unique<internal::SsdModel>(c, g, seed);
 }
 

@@ -61,6 +61,20 @@ inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
   return done;
 }
 
+// Built with -fsanitize=address (make test SANITIZE=1): resident memory then
+// includes the shadow and the quarantine, so RSS bounds do not apply.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderAddressSanitizer = true;
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 // Resident memory of this process in bytes (/proc/self/statm), 0 if unknown.
 inline std::uint64_t ResidentBytes() {
   std::FILE* f = std::fopen("/proc/self/statm", "r");

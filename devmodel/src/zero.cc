@@ -1,6 +1,7 @@
 #include "devmodel/zero.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace devmodel {
 namespace {
@@ -37,8 +38,9 @@ std::unique_ptr<Device> NewZero(const ZeroConfig& c, std::string* error) {
   if ((c.logical_block_bytes != 512 && c.logical_block_bytes != 4096) || c.capacity_bytes == 0 ||
       c.capacity_bytes % c.logical_block_bytes != 0) {
     if (error != nullptr) {
-      *error =
-          "zero: capacity_bytes must be a positive multiple of logical_block_bytes (512 or 4096)";
+      *error = "zero.capacity_bytes (" + std::to_string(c.capacity_bytes) +
+               ") must be a positive multiple of zero.logical_block_bytes (" +
+               std::to_string(c.logical_block_bytes) + ", 512 or 4096)";
     }
     return nullptr;
   }

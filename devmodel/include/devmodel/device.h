@@ -15,6 +15,14 @@ namespace devmodel {
 // every call carries the current time.
 using TimeNs = std::uint64_t;
 
+// Deadlines are exact while `now` stays below this (2^53 ns, 104 days of
+// virtual time); beyond it they stay >= now but may lose their meaning.
+inline constexpr TimeNs kExactTimeLimitNs = TimeNs{1} << 53;
+
+// Longest read or write Check() accepts: more than any NVMe (MDTS) or ATA
+// command can carry, so only a broken caller meets it. Trims have no limit.
+inline constexpr std::uint64_t kMaxTransferBytes = std::uint64_t{1} << 30;
+
 enum class Op : std::uint8_t { kRead = 0, kWrite = 1, kFlush = 2, kTrim = 3 };
 
 struct Request {
@@ -43,7 +51,8 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   // Returns nullptr if `r` is acceptable for this device, else a static
-  // description of what is wrong (out of range, misaligned, unknown op).
+  // description of what is wrong (out of range, misaligned, unknown op, a
+  // read or write longer than kMaxTransferBytes).
   const char* Check(const Request& r) const;
 
   // REQUIRES: Check(r) == nullptr; now >= now of every earlier Submit/Poll.

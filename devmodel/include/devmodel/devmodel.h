@@ -22,7 +22,8 @@
  *    state and may be used from different threads.
  *  - Time: `now_ns` is QEMU_CLOCK_VIRTUAL in ns and must not decrease from one
  *    call to the next on a handle; a smaller value is treated as the largest
- *    seen so far.
+ *    seen so far. Deadlines are exact while now_ns < 2^53 (104 days); past
+ *    that they remain >= now_ns (a guest that warps the clock gets no crash).
  *
  * Completion protocol:
  *    devmodel_submit(m, &req, now, &c, &err);
@@ -92,8 +93,9 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model);
 int devmodel_deadlines_final(const devmodel_t* model);
 
 /* Submits `request` at `now_ns` and writes its completion to *out. On an
- * invalid request (out of range, misaligned, unknown op) sets *errptr and
- * writes {now_ns, 1} so the caller can complete it with an error status. */
+ * invalid request (out of range, misaligned, unknown op, a read or write
+ * longer than 1 GiB) sets *errptr and writes {now_ns, 1} so the caller can
+ * complete it with an error status. */
 void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
                      devmodel_completion* out, char** errptr);
 

@@ -25,6 +25,21 @@ std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
 std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
                                               std::uint64_t seed, std::string* error);
 
+// What CheckProfile learned about a valid profile.
+struct ProfileSummary {
+  std::string model;  // "ssd", "hdd", "cloud" or "zero"
+  std::uint64_t capacity_bytes = 0;
+  std::uint32_t logical_block_bytes = 0;
+  bool deadlines_final = true;
+};
+
+// Validates a profile exactly as LoadProfile does (same messages) without
+// building the device's state: no mapping tables, no preconditioning, so it
+// takes microseconds for any size. On success fills *summary (may be null).
+bool CheckProfile(const std::string& path, ProfileSummary* summary, std::string* error);
+bool CheckProfileFromString(const std::string& toml_text, const std::string& name,
+                            ProfileSummary* summary, std::string* error);
+
 // One line per accepted key: "<section>.<key> <type> [lo, hi] <unit>".
 // Generated from the same table the loader validates against.
 std::string ProfileKeyReference();

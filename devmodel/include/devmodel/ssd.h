@@ -80,9 +80,20 @@ struct SsdConfig {
   double precondition_overwrite_factor = 1.0;  // kSteady*: overwrites / capacity
 };
 
-// Returns nullptr and sets *error if `config` is inconsistent (names the field
-// and the allowed range). `seed` drives preconditioning's random overwrites.
+// Most erase blocks (channels x dies_per_channel x blocks_per_plane) a drive
+// may have: the FTL keeps about 20 bytes of metadata per block (80 MiB here),
+// whatever was written. An 8 TB drive with 4 MiB blocks has 2M.
+inline constexpr std::uint64_t kMaxSsdBlocks = std::uint64_t{1} << 22;
+
+// Returns nullptr and sets *error if `config` is inconsistent (names the
+// profile key, e.g. "ssd.capacity_bytes", and the allowed range). `seed`
+// drives preconditioning's random overwrites.
 std::unique_ptr<Device> NewSsd(const SsdConfig& config, std::uint64_t seed, std::string* error);
+
+// The checks of NewSsd without building the drive's state (no mapping tables,
+// no preconditioning): cheap for any size. On success sets *capacity_bytes
+// (may be null) to the exported capacity NewSsd would give.
+bool CheckSsdConfig(const SsdConfig& config, std::uint64_t* capacity_bytes, std::string* error);
 
 // Raw capacity implied by the geometry, in bytes.
 std::uint64_t SsdRawBytes(const SsdConfig& config);
