@@ -1,5 +1,7 @@
 #include "job_file.h"
 
+#include <stdio.h>
+
 namespace blkgen {
 namespace {
 
@@ -42,6 +44,33 @@ Status Expand(const std::string& path, int line, std::string_view value, const E
   return Status::Ok();
 }
 
+// "" if `line` is text, else what is wrong with it: a control character
+// (other than tab and CR) or a byte that is not UTF-8. A binary file gets this
+// one line rather than an error quoting its bytes.
+std::string NonText(std::string_view line) {
+  for (size_t i = 0; i < line.size();) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    char what[80];
+    if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+      snprintf(what, sizeof what, "control character 0x%02x at column %zu", c, i + 1);
+      return what;
+    }
+    int extra = c < 0x80 ? 0 : c >= 0xf5 ? -1 : c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 ? 1 : -1;
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= line.size() || (static_cast<unsigned char>(line[i + k]) & 0xc0) != 0x80) {
+        extra = -1;
+        break;
+      }
+    }
+    if (extra < 0) {
+      snprintf(what, sizeof what, "byte 0x%02x at column %zu is not UTF-8", c, i + 1);
+      return what;
+    }
+    i += 1 + extra;
+  }
+  return "";
+}
+
 }  // namespace
 
 Status ParseJobFile(const std::string& path, std::string_view text, const EnvLookup& env,
@@ -52,9 +81,13 @@ Status ParseJobFile(const std::string& path, std::string_view text, const EnvLoo
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = Trim(text.substr(pos, nl - pos));
+    const std::string_view raw = text.substr(pos, nl - pos);
+    const std::string_view line = Trim(raw);
     pos = nl + 1;
     ++line_no;
+    if (const std::string bad = NonText(raw); !bad.empty()) {
+      return LineError(path, line_no, "not a text job file: " + bad);
+    }
     if (line.empty() || line[0] == ';' || line[0] == '#') continue;
     if (line[0] == '[') {
       if (line.back() != ']') return LineError(path, line_no, "section header without ']'");
