@@ -16,6 +16,16 @@ FLAVOUR ?= amd64
 SCENARIO ?= default
 JOBS ?= $(shell nproc)
 export BLKLAB_CACHE
+# Fuzzing (libFuzzer, clang) and sanitizer (ASan + UBSan) trees, apart from
+# the release tree: `make fuzz [FUZZ_SECONDS=N]` fuzzes each target N seconds;
+# `make test` runs each FUZZ_TEST_SECONDS from its corpus in tests/fuzz/;
+# `make test SANITIZE=1` also runs the C++ unit tests under the sanitizers.
+FUZZ_BUILD := $(BUILD)/cmake-fuzz
+ASAN_BUILD := $(BUILD)/cmake-asan
+FUZZ_TARGETS := devmodel_abi_fuzz devmodel_profile_fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 40
+SANITIZE ?=
 
 # Every Debian package blklab needs to build, run and test.
 DEB_PACKAGES := \
@@ -23,13 +33,14 @@ DEB_PACKAGES := \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git \
 	liburing-dev libaio-dev nlohmann-json3-dev libtoml11-dev \
-	libgtest-dev libgmock-dev libbenchmark-dev \
+	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev llvm \
 	python3-pytest python3-numpy python3-scipy python3-jinja2 \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean \
 	bench-deps bench-device
+.PHONY: fuzz-build fuzz test-fuzz cmake-asan test-sanitize
 
 all: qemu image
 
@@ -77,6 +88,37 @@ test-unit: cmake
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
 	cd harness && $(PYTHON) -m pytest -q tests
 	$(PYTHON) -m pytest -q tests/bad-input
+	$(MAKE) test-fuzz
+	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize)
+
+# libFuzzer targets (devmodel/fuzz/), built with clang, ASan and UBSan.
+fuzz-build: deps
+	@if [ ! -f $(FUZZ_BUILD)/build.ninja ]; then \
+	    CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja \
+	        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLKLAB_FUZZ=ON; \
+	fi
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+
+# Every checked-in input (regressions included), then FUZZ_TEST_SECONDS of
+# fuzzing per target; new inputs stay under build/, crashes fail the target.
+test-fuzz: fuzz-build
+	tests/fuzz/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	tests/fuzz/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# devmodel and blkgen with -fsanitize=address,undefined (dynamic blkgen).
+cmake-asan: deps
+	@if [ ! -f $(ASAN_BUILD)/build.ninja ]; then \
+	    cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLKLAB_SANITIZE=ON; \
+	fi
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-sanitize: cmake-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+	BLKLAB_CMAKE_BUILD=$(ASAN_BUILD) ASAN_OPTIONS=detect_leaks=1 \
+	    $(PYTHON) -m pytest -q tests/bad-input/test_bad_profiles.py tests/bad-input/test_bad_jobs.py
 
 test-qtest:
 	tests/qtest/run-qtests.sh
