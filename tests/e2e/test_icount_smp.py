@@ -1,0 +1,59 @@
+"""Under icount the guest boots with 1, 2 and 4 vCPUs and runs I/O on
+model-driven NVMe (one hardware queue per vCPU) and AHCI with no timeout,
+reset or I/O error in its log."""
+
+import re
+
+import pytest
+
+from conftest import cells_of, run_blklab
+
+# What the Linux NVMe and libata drivers print when a command is late or fails.
+TROUBLE = re.compile(r"timeout|timed out|I/O error|exception Emask|hard resetting link|"
+                     r"resetting controller|Abort status|failed command", re.I)
+
+DEVICES = """
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+profile = "samsung-970evoplus-1t"
+
+[[device]]
+name = "sata0"
+kind = "ahci-hd"
+backing = "null"
+profile = "hdd-7200-desktop-1t"
+"""
+
+JOB = """
+[[job]]
+name = "mixed"
+rw = "randrw"
+rwmixread = 70
+bs = "4k"
+iodepth = 16
+ioengine = "libaio"
+direct = true
+runtime = "300ms"
+time_based = true
+"""
+
+
+@pytest.mark.parametrize("vcpus", [1, 2, 4])
+def test_icount_boot_and_io(built, tmp_path, vcpus):
+    scenario = tmp_path / f"smp{vcpus}.toml"
+    scenario.write_text(f'[scenario]\nschedulers = ["mq-deadline"]\nmode = "deterministic"\n'
+                        f'timeout_s = 900\n[guest]\nvcpus = {vcpus}\n' + DEVICES + JOB)
+    proc = run_blklab("run", str(scenario), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cells = cells_of(tmp_path / "run")
+    for cid, cell in cells.items():
+        console = (tmp_path / "run" / cell["files"]["console_log"]).read_text()
+        trouble = [line for line in console.splitlines() if TROUBLE.search(line)]
+        assert not trouble, f"{cid}: {trouble}"
+        assert cell["guest"]["cpus"] == str(vcpus)
+        reads, writes = cell["devmodel"]["service_ns"]["read"], cell["devmodel"]["service_ns"]["write"]
+        assert reads["count"] > 0 and writes["count"] > 0, cid
+    nvme = cells["nvme0.mq-deadline.r0"]
+    assert nvme["in_effect"]["queue"]["nr_hw_queues"] == str(vcpus)
