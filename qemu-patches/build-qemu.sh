@@ -52,6 +52,7 @@ build_targets=(
     tests/qtest/ahci-test
     tests/qtest/blklab-nvme-test
     tests/qtest/blklab-ide-test
+    tests/qtest/x86-cmpxchg-flags-test
 )
 # libdevmodel (blklab's device timing models) is built with the repository's
 # CMake tree, static and position-independent, installed into a staging
@@ -413,7 +414,8 @@ build_entry() {
     install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"
     install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
         "$bld/tests/qtest/ahci-test" "$bld/tests/qtest/blklab-nvme-test" \
-        "$bld/tests/qtest/blklab-ide-test" "$stage/qtest/"
+        "$bld/tests/qtest/blklab-ide-test" \
+        "$bld/tests/qtest/x86-cmpxchg-flags-test" "$stage/qtest/"
     for r in "${option_roms[@]}"; do
         install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
     done

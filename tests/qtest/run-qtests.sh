@@ -2,11 +2,14 @@
 # Runs QEMU's own disk qtests against build/qemu (made by
 # qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
 # on q35), the nvme and virtio-serial-pci paths of qos-test (pc),
-# blklab-nvme-test (NVMe completions at the device model's deadline) and
-# blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines).
+# blklab-nvme-test (NVMe completions at the device model's deadline),
+# blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines)
+# and x86-cmpxchg-flags-test (the flags CMPXCHG16B/8B keep under TCG, with and
+# without icount).
 #
 # Usage: tests/qtest/run-qtests.sh [SUITE...]
-#   SUITE: ide ahci nvme virtio-serial blklab-nvme blklab-ide (default: all).
+#   SUITE: ide ahci nvme virtio-serial blklab-nvme blklab-ide x86-cmpxchg
+#   (default: all).
 #   Prints one line per suite with its time and exits non-zero if any suite
 #   fails or runs no test.
 # Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QTEST_TIMEOUT
@@ -46,14 +49,15 @@ suite_cmd() {
         virtio-serial) qos_cmd "$qos_bus/virtio-serial-pci" ;;
         blklab-nvme) cmd=("$qemu_dir/qtest/blklab-nvme-test") ;;
         blklab-ide) cmd=("$qemu_dir/qtest/blklab-ide-test") ;;
+        x86-cmpxchg) cmd=("$qemu_dir/qtest/x86-cmpxchg-flags-test") ;;
     esac
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme blklab-ide)
+[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme blklab-ide x86-cmpxchg)
 for s in "${suites[@]}"; do
     case $s in
-        ide | ahci | nvme | virtio-serial | blklab-nvme | blklab-ide) ;;
+        ide | ahci | nvme | virtio-serial | blklab-nvme | blklab-ide | x86-cmpxchg) ;;
         *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
     esac
 done
