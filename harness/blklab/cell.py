@@ -182,12 +182,21 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel
                     for rel in keep}
     console = keep.get(f"{rel_dir}/console.log", b"").decode(errors="replace")
+    # A guest that logged a kernel WARNING or BUG may have run on corrupted
+    # state even if its workload finished: say so on the cell.
+    result.guest["kernel_warnings"] = kernel_warnings(console)
 
     result.error = _failure(cell, result, data, vm_error, console)
     result.status = "failed" if result.error else "ok"
     if result.error:
         log.warning("cell %s failed: %s", cell.id, result.error)
     return result, keep
+
+
+def kernel_warnings(console: str) -> list[str]:
+    """The guest kernel's WARNING: and BUG: lines, without their timestamps."""
+    return [line.split("] ", 1)[-1].strip() for line in console.splitlines()
+            if "WARNING: CPU:" in line or "BUG:" in line]
 
 
 # Names under which a cell's JSON refers to its kept files.

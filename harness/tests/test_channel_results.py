@@ -107,3 +107,15 @@ def test_parse_btt():
     assert b["q2d_avg_s"] == pytest.approx(0.000012107)
     assert (b["queued"], b["dispatched"], b["merge_ratio"]) == (8265, 8000, 1.0)
     assert "q2q_avg_s" in b
+
+
+def test_kernel_warnings_are_picked_from_the_console():
+    from blklab.cell import kernel_warnings
+
+    console = ("[    1.0] ok line\n"
+               "[    2.477250] WARNING: CPU: 3 PID: 37 at arch/x86/kernel/traps.c:1089 exc_debug\n"
+               "[    3.0] BUG: unable to handle page fault for address: 0000\n")
+    assert kernel_warnings(console) == [
+        "WARNING: CPU: 3 PID: 37 at arch/x86/kernel/traps.c:1089 exc_debug",
+        "BUG: unable to handle page fault for address: 0000"]
+    assert kernel_warnings("[ 1.0] all fine\n") == []
