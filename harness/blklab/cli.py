@@ -70,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("run", type=Path)
     bs.add_argument("name")
 
+    dv = sub.add_parser("diverge", help="run one cell twice with QEMU's determinism trace and "
+                        "print the first event the guest saw differently; exit 1 if any")
+    dv.add_argument("scenario", type=Path)
+    dv.add_argument("--cell", help="cell id (see 'blklab validate'; default: the first cell)")
+    dv.add_argument("--mode", choices=scenario_mod.MODES, default="deterministic",
+                    help="timing mode of both runs (default: deterministic)")
+    dv.add_argument("--out", type=Path,
+                    help="where both runs and their traces go "
+                    "(default results/<scenario>/diverge/<cell>)")
+    dv.add_argument("--context", type=int, default=5,
+                    help="common events shown before the first difference (default 5)")
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -99,7 +111,7 @@ def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    s = scenario_mod.load(args.scenario, short=args.short)
+    s = scenario_mod.load(args.scenario, short=args.short, mode=args.mode)
     from blklab import expectations, runner, table
 
     options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
@@ -136,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        if args.command == "diverge":
+            from blklab import diverge
+
+            found, text = diverge.run(args.scenario, args.cell, args.out, args.mode,
+                                      _results_root(args), args.context)
+            print(text)
+            return 0 if found.comparison.identical and not found.result_diffs else 1
         from blklab import baseline, expectations, runner
 
         if args.command == "report":
@@ -167,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
             print(baseline.render(changes))
             regressed = [c for c in changes if c.verdict in ("regressed", "missing")]
             print(f"{len(regressed)} regression(s) against {path}")
+            unknown = sum(c.verdict == "no interval" for c in changes)
+            if unknown:
+                print(f"{unknown} metric(s) with no verdict: one realtime sample on a side "
+                      "gives no interval; use --repeats 3 or more, or deterministic mode")
             return 1 if regressed else 0
     except BlklabError as e:
         print(f"blklab: {e}", file=sys.stderr)

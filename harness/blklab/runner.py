@@ -26,7 +26,7 @@ from blklab import __version__, accel as accel_mod, cluster as cluster_mod, path
 from blklab.cell import CellContext, cell_json_path, failed_result, run_cell
 from blklab.errors import BlklabError
 from blklab.results import CellResult, load_cell, validate, write_atomic, write_atomic_bytes
-from blklab.scenario import Cell, Scenario
+from blklab.scenario import Cell, Scenario, check_deterministic
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +148,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     if options.repeats is not None:
         scenario.repeats = options.repeats
     mode = options.mode or scenario.mode
+    if mode == "deterministic" and scenario.mode != "deterministic":
+        check_deterministic(str(scenario.path), scenario.devices, "--mode deterministic")
     qemu = paths.qemu_binary()
     image_dir = paths.image_dir(scenario.guest.flavour)
     image = _read_json(image_dir / "image.json")
@@ -263,8 +265,12 @@ def load_run(run_dir: Path) -> Run:
         raise BlklabError(f"{run_dir}: not a blklab run (no manifest.json)") from None
     except (OSError, ValueError) as e:
         raise BlklabError(f"{manifest_path}: unreadable: {e}") from None
+    # The mode the run had (a scenario without scenario.mode reads as the
+    # default of the blklab that reads it).
+    mode = manifest.get("mode")
     scenario = scenario_mod.load(run_dir / SCENARIO_COPY, check_profiles=False,
-                                 short=bool(manifest.get("short")))
+                                 short=bool(manifest.get("short")),
+                                 mode=mode if mode in scenario_mod.MODES else None)
     cells = []
     for cid in manifest.get("cells", []):
         data = load_cell(cell_json_path(run_dir, cid))

@@ -26,6 +26,7 @@ SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
 DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd")
 BACKINGS = ("null", "file")
 MODES = ("deterministic", "realtime")
+DEFAULT_MODE = "deterministic"
 FLAVOURS = ("amd64", "cloud-amd64", "rt-amd64")
 WORKLOADS = ("blkgen", "fio")
 # Faults the guest injects on purpose once its workload runs, to test
@@ -366,6 +367,19 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
     return devices
 
 
+def check_deterministic(path: str, devices: list[Device], why: str) -> None:
+    """Deterministic mode needs every device on the device model: a device
+    without a profile completes I/O at host time (stock QEMU timing), which
+    no rerun reproduces. `why` names what asked for the mode."""
+    for i, d in enumerate(devices):
+        if d.profile is None:
+            raise ScenarioError(
+                path, f"device[{i}].profile",
+                f"device '{d.name}' has no profile, and deterministic mode ({why}) needs one on "
+                "every device: name a profile (zero-latency for no device delay) or set "
+                'scenario.mode = "realtime"')
+
+
 def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     tables = data.get("job")
     if tables is None:
@@ -618,12 +632,14 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
     return True
 
 
-def load(path: str | Path, check_profiles: bool = True, short: bool = False) -> Scenario:
+def load(path: str | Path, check_profiles: bool = True, short: bool = False,
+         mode: str | None = None) -> Scenario:
     """Parse and validate a scenario file. Raises ScenarioError. Without
     check_profiles, device profiles are read but not loaded (a run read back
     for its report needs only their names). With short, the file's [short]
     table is applied first (see _short_form); either way a [short] table
-    that would not give a valid scenario is an error."""
+    that would not give a valid scenario is an error. `mode`, if given,
+    replaces scenario.mode (blklab run --mode)."""
     p = Path(path)
     shown = str(path)
     try:
@@ -651,12 +667,14 @@ def load(path: str | Path, check_profiles: bool = True, short: bool = False) -> 
     top.finish()
 
     # The full form first, so that its own errors are named as such.
-    scenario = _parse(shown, p, blob, data, check_profiles and not short, short=False)
+    scenario = _parse(shown, p, blob, data, check_profiles and not short, short=False,
+                      mode_override=mode)
     if not short and "short" not in data:
         return scenario
     short_data = _short_form(shown, data)
     try:
-        short_scenario = _parse(shown, p, blob, short_data, check_profiles and short, short=True)
+        short_scenario = _parse(shown, p, blob, short_data, check_profiles and short,
+                                short=True, mode_override=mode)
     except ScenarioError as e:
         raise ScenarioError(e.path, e.key, f"{e.message} (in the short form, with [short] "
                             "applied)") from None
@@ -664,7 +682,7 @@ def load(path: str | Path, check_profiles: bool = True, short: bool = False) -> 
 
 
 def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profiles: bool,
-           short: bool) -> Scenario:
+           short: bool, mode_override: str | None = None) -> Scenario:
     s = _Reader(shown, _table(shown, data, "scenario"), "scenario")
     name = s.get("name", str, p.stem)
     if not _NAME.match(name):
@@ -686,7 +704,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32
                             for x in seeds):
         raise s.error("seeds", "must be a non-empty array of integers in [0, 2^32)")
-    mode = s.choice("mode", MODES, "realtime")
+    mode = s.choice("mode", MODES, DEFAULT_MODE)
     timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
@@ -723,6 +741,12 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
 
     jobs = _parse_jobs(shown, data)
     expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
+    if mode_override is not None:
+        mode, why = mode_override, "--mode deterministic"
+    else:
+        why = "scenario.mode" if "mode" in s.table else "the default mode"
+    if mode == "deterministic":
+        check_deterministic(shown, devices, why)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,

@@ -244,6 +244,7 @@ class VM:
                 pass
             self.console_watch.poll()
             if watch.finished():
+                self._wait_halted(min(deadline, time.monotonic() + HALT_GRACE_S))
                 return 0
             if time.monotonic() > deadline:
                 self.shutdown()
@@ -255,6 +256,21 @@ class VM:
             raise VMError(f"QEMU exited with status {self.returncode}: {self.stderr.strip()}",
                           self.cmd, self.console())
         return self.returncode
+
+    def _wait_halted(self, until: float) -> None:
+        """After its results the guest halts, and its drivers' shutdown
+        still sends the device commands (a cache flush, a controller
+        shutdown). Wait for the halt, so that the device model's counters
+        read next are the same in every run, whatever the host's speed."""
+        assert self.proc is not None
+        while "halted" not in self.console_watch.seen and self.proc.poll() is None:
+            if time.monotonic() > until:
+                log.warning("the guest did not halt within %.0f s of its results; the "
+                            "device model's counters may include its shutdown or not",
+                            HALT_GRACE_S)
+                return
+            time.sleep(POLL_S)
+            self.console_watch.poll()
 
     def device_counters(self) -> dict | None:
         """The device model's counters, read over QMP from the running QEMU;
@@ -300,6 +316,7 @@ class VM:
 
 
 POLL_S = 0.1  # how often a waiting harness looks at QEMU and the results file
+HALT_GRACE_S = 60.0  # host seconds a guest has to halt once its results are in
 
 
 class ConsoleWatch:
@@ -307,7 +324,10 @@ class ConsoleWatch:
     marker lines first appears in the console log (read incrementally)."""
 
     MARKERS = {"blklab: workload start": "workload_start",
-               "blklab: workload end": "workload_end"}
+               "blklab: workload end": "workload_end",
+               # The kernel's last line of `halt -f`, after its drivers'
+               # shutdown (NVMe controller shutdown, disk cache flush).
+               "reboot: System halted": "halted"}
 
     def __init__(self, path: Path):
         self.path = path

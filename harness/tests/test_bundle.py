@@ -18,6 +18,7 @@ nr_requests = 64
 [[device]]
 name = "d0"
 kind = "ahci-hd"
+profile = "zero-latency"
 [[job]]
 name = "a b"
 rw = "randread"

@@ -15,9 +15,11 @@ read_lat_nsec = [2000000, 500000]
 [[device]]
 name = "nvme0"
 kind = "nvme"
+profile = "zero-latency"
 [[device]]
 name = "hdd0"
 kind = "ide-hd"
+profile = "hdd-7200-desktop-1t"
 [[job]]
 name = "reader"
 rw = "randread"

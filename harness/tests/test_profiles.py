@@ -16,9 +16,9 @@ rw = "randread"
 """
 
 
-def load(tmp_path: Path, device: str) -> scenario.Scenario:
+def load(tmp_path: Path, device: str, mode: str = "deterministic") -> scenario.Scenario:
     p = tmp_path / "s.toml"
-    p.write_text("[[device]]\nname = \"d0\"\n" + device + JOB)
+    p.write_text(f'[scenario]\nmode = "{mode}"\n[[device]]\nname = "d0"\n' + device + JOB)
     return scenario.load(p)
 
 
@@ -61,7 +61,7 @@ def test_user_rotation_rate_wins_over_the_profile(tmp_path):
 
 
 def test_nvme_queue_size(tmp_path):
-    d = load(tmp_path, 'kind = "nvme"\nmqes = 31\n').devices[0]
+    d = load(tmp_path, 'kind = "nvme"\nmqes = 31\n', mode="realtime").devices[0]
     cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
                    device=d, backing_path=tmp_path / "disk")
     assert ",mqes=31" in " ".join(cfg.cmdline())

@@ -11,6 +11,7 @@ MINIMAL = """
 [[device]]
 name = "d0"
 kind = "nvme"
+profile = "zero-latency"
 
 [[job]]
 name = "j"
@@ -28,12 +29,37 @@ def test_minimal_defaults(tmp_path):
     s = scenario.load(write(tmp_path, MINIMAL))
     assert s.name == "s"
     assert s.schedulers == ["none", "mq-deadline", "kyber", "bfq"]
-    assert s.mode == "realtime"
+    assert s.mode == "deterministic"
     assert s.guest == scenario.Guest("amd64", 2, 1024)
-    assert s.devices == [scenario.Device("d0", "nvme", "file", 8 << 30, None)]
+    (d,) = s.devices
+    assert (d.name, d.kind, d.backing, d.profile.name) == ("d0", "nvme", "file", "zero-latency")
+    assert d.size_bytes == d.profile.capacity_bytes // 4096 * 4096
     assert s.jobs == [scenario.Job("j", (("rw", "randread"),))]
     assert [c.id for c in s.cells()] == ["d0.none.r0", "d0.mq-deadline.r0", "d0.kyber.r0",
                                          "d0.bfq.r0"]
+
+
+NO_PROFILE = MINIMAL.replace('profile = "zero-latency"\n', "")
+
+
+@pytest.mark.parametrize("head, override, why", [
+    ("", None, "the default mode"),
+    ('[scenario]\nmode = "deterministic"\n', None, "scenario.mode"),
+    ('[scenario]\nmode = "realtime"\n', "deterministic", "--mode deterministic"),
+])
+def test_deterministic_mode_needs_a_profile_on_every_device(tmp_path, head, override, why):
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(write(tmp_path, head + NO_PROFILE), mode=override)
+    assert e.value.key == "device[0].profile"
+    assert f"device 'd0' has no profile, and deterministic mode ({why}) needs one" in str(e.value)
+    assert str(tmp_path / "s.toml") in str(e.value)
+
+
+def test_realtime_runs_devices_without_a_profile(tmp_path):
+    s = scenario.load(write(tmp_path, NO_PROFILE), mode="realtime")
+    assert s.mode == "realtime" and s.devices[0].profile is None
+    s = scenario.load(write(tmp_path, '[scenario]\nmode = "realtime"\n' + NO_PROFILE))
+    assert s.mode == "realtime"
 
 
 def test_shipped_default_scenario_loads():
@@ -41,8 +67,10 @@ def test_shipped_default_scenario_loads():
     kinds = {c.device.kind for c in s.cells()}
     assert kinds == {"nvme", "ide-hd"}
     assert {c.scheduler for c in s.cells()} == set(scenario.SCHEDULERS)
+    assert s.mode == "deterministic"
     hdd = [d for d in s.devices if d.kind == "ide-hd"][0]
-    assert hdd.rotation_rate == 7200
+    assert hdd.profile.rotation_rate == 7200  # the guest sees a rotating disk
+    assert all(d.profile is not None for d in s.devices)
 
 
 def test_matrix_expansion(tmp_path):

@@ -34,10 +34,12 @@ job.writer = {startdelay = "0.2s", iodepth = 4}
 [[device]]
 name = "nvme0"
 kind = "nvme"
+profile = "zero-latency"
 
 [[device]]
 name = "hdd0"
 kind = "ide-hd"
+profile = "hdd-7200-desktop-1t"
 
 [[job]]
 name = "reader"
@@ -157,6 +159,7 @@ switch_interval_ms = 200
 [[device]]
 name = "nvme0"
 kind = "nvme"
+profile = "zero-latency"
 
 [[job]]
 name = "r"

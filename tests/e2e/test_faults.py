@@ -24,7 +24,8 @@ def job(runtime: str) -> str:
 
 def test_qemu_killed_mid_cell(built, tmp_path):
     scenario = tmp_path / "kill.toml"
-    scenario.write_text('[scenario]\nschedulers = ["none", "bfq"]\ntimeout_s = 300\n' + NVME
+    scenario.write_text('[scenario]\nmode = "realtime"\nschedulers = ["none", "bfq"]\n'
+                        'timeout_s = 300\n' + NVME
                         + job("15s"))
     out = tmp_path / "run"
     done = {}
@@ -74,7 +75,8 @@ def test_guest_panic_and_hang(built, tmp_path):
             ("guest-panic", 300, "guest kernel panic: Kernel panic - not syncing"),
             ("guest-hang", 60, "did not finish within 60 s")):
         scenario = tmp_path / f"{fault}.toml"
-        scenario.write_text(f'[scenario]\nschedulers = ["none"]\ntimeout_s = {timeout_s}\n'
+        scenario.write_text(f'[scenario]\nmode = "realtime"\nschedulers = ["none"]\n'
+                            f'timeout_s = {timeout_s}\n'
                             f'fault = "{fault}"\n' + NVME + job("5s"))
         out = tmp_path / fault
         proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
@@ -100,7 +102,8 @@ def small_tmpfs(tmp_path):
 
 def test_results_disk_full(built, tmp_path, small_tmpfs):
     scenario = tmp_path / "full.toml"
-    scenario.write_text('[scenario]\nschedulers = ["none", "mq-deadline", "kyber", "bfq"]\n'
+    scenario.write_text('[scenario]\nmode = "realtime"\n'
+                        'schedulers = ["none", "mq-deadline", "kyber", "bfq"]\n'
                         'timeout_s = 300\n' + NVME + job("1s"))
     out = small_tmpfs / "run"
     proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))

@@ -87,6 +87,7 @@ def test_failed_cells_and_resume(built, tmp_path):
     scenario = tmp_path / "bad.toml"
     scenario.write_text("""
 [scenario]
+mode = "realtime"
 schedulers = ["none", "mq-deadline", "kyber"]
 timeout_s = 300
 [iosched.mq-deadline]
@@ -156,7 +157,8 @@ right = {scheduler = "none"}
 
 def test_fio_as_the_workload(built, tmp_path):
     scenario = tmp_path / "fio.toml"
-    scenario.write_text('[scenario]\nschedulers = ["bfq"]\nworkload = "fio"\nblktrace = true\n' +
+    scenario.write_text('[scenario]\nmode = "realtime"\nschedulers = ["bfq"]\nworkload = "fio"\n'
+                        'blktrace = true\n' +
                         NVME +
                         JOB.replace('"2s"', '"1s"'))
     out = tmp_path / "run"
@@ -193,7 +195,8 @@ def test_cli_rejects_bad_scenarios(tmp_path, content, words):
 
 def test_timeout_fails_the_cell_and_ends_qemu(built, tmp_path):
     scenario = tmp_path / "hang.toml"
-    scenario.write_text('[scenario]\nschedulers = ["none"]\ntimeout_s = 30\n' + NVME +
+    scenario.write_text('[scenario]\nmode = "realtime"\nschedulers = ["none"]\ntimeout_s = 30\n'
+                        + NVME +
                         JOB.replace('"2s"', '"600s"'))
     out = tmp_path / "run"
     proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
@@ -227,7 +230,7 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
 
 def test_every_job_runs_on_the_device(built, tmp_path):
     scenario = tmp_path / "two.toml"
-    scenario.write_text('[scenario]\nschedulers = ["mq-deadline"]\n' + NVME + """
+    scenario.write_text('[scenario]\nmode = "realtime"\nschedulers = ["mq-deadline"]\n' + NVME + """
 [[job]]
 name = "reader"
 rw = "randread"

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""What determinism costs the host: one scenario in blklab's deterministic
+mode against the same scenario under plain icount, side by side in one run.
+
+- deterministic: the QEMU of `make qemu` (the whole patch series).
+- plain icount: the same -icount, -rtc and guest flags on a QEMU built from
+  the series without blklab's determinism patches (see docs/determinism.md):
+  no trace points, NVMe queue processing in bottom halves, round-robin turns
+  that move when the vCPU thread is kicked. It is built once by
+  qemu-patches/build-qemu.sh from a copy of the series and cached like any
+  other build (about 10 minutes the first time).
+
+Both run the cells one at a time on the same host, one variant after the
+other, and the script prints each cell's host wall time (boot, workload and
+teardown: host.wall_seconds) and the workload phase alone
+(host.workload_wall_seconds), with the ratio of the totals.
+
+Usage: tests/bench/determinism-cost.py [--scenario FILE] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = "/usr/bin/python3"
+# The patches of the series that are about determinism (docs/determinism.md).
+DETERMINISM_PATCHES = (
+    "trace-log-every-event-that-reaches-the-guest",
+    "hw-nvme-under-icount-process-queues-from-the-virtual",
+    "accel-tcg-keep-a-vCPU-s-round-robin-share-when-it-is",
+)
+
+SCENARIO = """
+[scenario]
+name = "determinism-cost"
+schedulers = ["none", "bfq"]
+mode = "deterministic"
+timeout_s = 3600
+
+[guest]
+vcpus = 2
+memory_mib = 512
+
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+profile = "samsung-970evoplus-1t"
+size_gib = 1
+
+[[device]]
+name = "sata0"
+kind = "ahci-hd"
+backing = "null"
+profile = "hdd-7200-desktop-1t"
+size_gib = 1
+
+[[job]]
+name = "mixed"
+rw = "randrw"
+rwmixread = 70
+bs = "4k"
+iodepth = 16
+ioengine = "io_uring"
+direct = true
+runtime = "1s"
+time_based = true
+"""
+
+
+def plain_series(series: str) -> str:
+    """The series without the determinism patches."""
+    lines = series.splitlines()
+    kept = [line for line in lines if not any(p in line for p in DETERMINISM_PATCHES)]
+    if len(lines) - len(kept) != len(DETERMINISM_PATCHES):
+        sys.exit("determinism-cost: the series does not list the determinism patches "
+                 + ", ".join(DETERMINISM_PATCHES))
+    return "\n".join(kept) + "\n"
+
+
+def build_plain(tmp: Path) -> Path:
+    """Builds (or reuses from the cache) QEMU without the determinism patches;
+    returns a BLKLAB_BUILD directory for it."""
+    root = tmp / "plain-repo"
+    patches = root / "qemu-patches"
+    patches.mkdir(parents=True)
+    for entry in REPO.iterdir():  # build-qemu.sh reads devmodel/ relative to its repository
+        if entry.name not in ("qemu-patches", "build", ".git"):
+            (root / entry.name).symlink_to(entry)
+    for f in (REPO / "qemu-patches").iterdir():
+        if f.name != "series":
+            shutil.copy2(f, patches / f.name)
+    (patches / "series").write_text(plain_series((REPO / "qemu-patches/series").read_text()))
+    build = tmp / "plain-build"
+    env = dict(os.environ, BLKLAB_BUILD=str(build))
+    subprocess.run([str(patches / "build-qemu.sh")], env=env, check=True)
+    for name in ("images", "cmake"):
+        (build / name).symlink_to(REPO / "build" / name)
+    return build
+
+
+def run(scenario: Path, build: Path, out: Path) -> tuple[float, dict[str, dict]]:
+    env = dict(os.environ, BLKLAB_BUILD=str(build), PYTHONPATH=str(REPO / "harness"))
+    started = time.monotonic()
+    proc = subprocess.run([PYTHON, "-m", "blklab", "run", str(scenario), "--jobs", "1",
+                           "--out", str(out), "--no-report"], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        sys.exit(f"determinism-cost: run failed:\n{proc.stdout}\n{proc.stderr}")
+    cells = {p.name[len("cell-"):-len(".json")]: json.loads(p.read_text())
+             for p in sorted(out.glob("cell-*.json"))}
+    return wall, cells
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenario", type=Path, help="scenario file (default: NVMe + AHCI, 2 cells each)")
+    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="determinism-cost-"))
+    try:
+        scenario = args.scenario
+        if scenario is None:
+            scenario = tmp / "determinism-cost.toml"
+            scenario.write_text(SCENARIO)
+        plain = build_plain(tmp)
+        out = args.keep or tmp
+        variants = {"deterministic": REPO / "build", "plain icount": plain}
+        runs = {name: run(scenario, build, out / name.replace(" ", "-"))
+                for name, build in variants.items()}
+        print(f"{'cell':32} {'variant':14} {'wall s':>8} {'workload s':>11}")
+        totals = {name: [0.0, 0.0] for name in runs}
+        for cid in runs["deterministic"][1]:
+            for name, (_, cells) in runs.items():
+                host = cells[cid]["host"]
+                wl = host.get("workload_wall_seconds") or 0.0
+                totals[name][0] += host["wall_seconds"]
+                totals[name][1] += wl
+                print(f"{cid:32} {name:14} {host['wall_seconds']:8.1f} {wl:11.2f}")
+        for name, (wall, _) in runs.items():
+            print(f"{'total':32} {name:14} {totals[name][0]:8.1f} {totals[name][1]:11.2f}"
+                  f"   (run: {wall:.1f} s)")
+        det, plain_t = totals["deterministic"], totals["plain icount"]
+        print(f"deterministic / plain icount: wall {det[0] / plain_t[0]:.2f}x, "
+              f"workload {det[1] / plain_t[1]:.2f}x" if plain_t[0] and plain_t[1] else "")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
