@@ -209,9 +209,10 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 <td class="l">{{ c.b }}</td><td>{{ c.ratio }}</td><td>{{ c.ci }}</td><td class="l">{{ c.verdict }}</td></tr>
 {% endfor %}</table>{% endif %}
 {% if d.counters %}<h3>Device model counters</h3>
-<table><tr><th class="l">cell</th>{% for k in d.counter_keys %}<th>{{ k }}</th>{% endfor %}</tr>
-{% for cid, vals in d.counters %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
-{% endfor %}</table>{% endif %}
+<table class="counters"><tr><th class="l">counter</th>{% for cid in d.counter_cells %}<th>{{ cid }}</th>{% endfor %}</tr>
+{% for name, vals in d.counters %}<tr><td class="l">{{ name }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% if d.counters_zero %}<p class="note">Zero in every cell: {{ d.counters_zero|join(", ") }}.</p>{% endif %}{% endif %}
 {% if d.btt %}<h3>blktrace / btt</h3>
 <table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 {% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
@@ -275,14 +276,15 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                     "ratio": "-" if c.ratio is None else f"{c.ratio:.3f}",
                     "ci": "-" if c.low is None else f"[{c.low:.3f}, {c.high:.3f}]",
                     "verdict": c.verdict})
-        counters, counter_keys = _flat_table(ok_cells, "devmodel")
+        counter_cells, counters, counters_zero = counter_table(ok_cells)
         btt, btt_keys = _flat_table(ok_cells, "btt")
         failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
                    "log": c.get("files", {}).get("console_log", "")}
                   for c in dcells if c["status"] != "ok"]
         devices.append({"name": name, "rows": table, "plots": plots,
                         "comparisons": comparisons, "counters": counters,
-                        "counter_keys": counter_keys, "btt": btt, "btt_keys": btt_keys,
+                        "counter_cells": counter_cells, "counters_zero": counters_zero,
+                        "btt": btt, "btt_keys": btt_keys,
                         "failed": failed})
     kernel = next((c["guest"].get("kernel_version", "") for c in cells if c.get("guest")), "")
     mode = manifest.get("mode", "")
@@ -298,6 +300,53 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
         outcomes=outcomes, devices=devices,
         manifest=json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def flatten_counters(data: dict[str, Any], prefix: str = "") -> dict[str, float | str]:
+    """The device model's counters as one level: nested tables joined with
+    dots, each service-time table with its mean, and each per-die list as
+    its mean and maximum."""
+    out: dict[str, float | str] = {}
+    for k, v in data.items():
+        name = prefix + k
+        if isinstance(v, bool):
+            out[name] = str(v).lower()
+        elif isinstance(v, (int, float, str)):
+            out[name] = v
+        elif isinstance(v, dict):
+            out.update(flatten_counters(v, name + "."))
+            if {"count", "total"} <= v.keys() and isinstance(v["count"], int):
+                out[name + ".mean"] = v["total"] / v["count"] if v["count"] else 0
+        elif isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+            out[f"{name} (mean of {len(v)})"] = sum(v) / len(v)
+            out[f"{name} (max of {len(v)})"] = max(v)
+    return out
+
+
+def _counter_value(v: float | str) -> str:
+    if isinstance(v, str):
+        return v
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:.4g}"
+
+
+def counter_table(cells: list[dict[str, Any]]) -> tuple[list[str], list, list[str]]:
+    """The cells' device-model counters with one row per counter and one
+    column per cell; counters that are zero in every cell are listed apart."""
+    flat = [(c["cell_id"], flatten_counters(c["devmodel"])) for c in cells
+            if isinstance(c.get("devmodel"), dict) and c["devmodel"]]
+    names: list[str] = []
+    for _, f in flat:
+        names += [k for k in f if k not in names]
+    rows, zero = [], []
+    for name in names:
+        values = [f.get(name) for _, f in flat]
+        if all(v == 0 for v in values):
+            zero.append(name)
+            continue
+        rows.append((name, ["-" if v is None else _counter_value(v) for v in values]))
+    return [cid for cid, _ in flat], rows, zero
 
 
 def _flat_table(cells: list[dict[str, Any]], key: str) -> tuple[list, list[str]]:

@@ -86,3 +86,32 @@ def test_report_is_self_contained(tmp_path):
     assert ('<td class="l">iops</td><td class="l">d.none/j/read</td>\n'
             '<td class="l">d.bfq/j/read</td><td>2.000</td><td>[1.818, 2.200]</td>'
             '<td class="l">significant</td>') in html
+
+
+def test_counter_table_flattens_and_transposes():
+    counters = [{"model": "ssd", "waf": 1.25, "gc_runs": 3, "erases": 0,
+                 "die_busy_ns": [10, 30],
+                 "service_ns": {"read": {"count": 4, "total": 400, "max": 250},
+                                "trim": {"count": 0, "total": 0, "max": 0}}},
+                {"model": "ssd", "waf": 2.0, "gc_runs": 5, "erases": 0,
+                 "die_busy_ns": [20, 20],
+                 "service_ns": {"read": {"count": 2, "total": 100, "max": 60},
+                                "trim": {"count": 0, "total": 0, "max": 0}}}]
+    cells = run_cells([100, 110], [10, 12])
+    for c, k in zip(cells, counters):
+        c["devmodel"] = k
+    columns, rows, zero = report.counter_table(cells)
+    assert columns == ["d.none.r0", "d.none.r1"]
+    table = dict(rows)
+    assert table["model"] == ["ssd", "ssd"]
+    assert table["waf"] == ["1.25", "2"]
+    assert table["service_ns.read.count"] == ["4", "2"]
+    assert table["service_ns.read.mean"] == ["100", "50"]
+    assert table["service_ns.read.max"] == ["250", "60"]
+    assert table["die_busy_ns (mean of 2)"] == ["20", "20"]
+    assert table["die_busy_ns (max of 2)"] == ["30", "20"]
+    assert "erases" in zero and "service_ns.trim.mean" in zero and "erases" not in table
+    html = report.render(Path("run"), cells, {"mode": "deterministic", "run_id": "r1",
+                                              "scenario": {"name": "s"}}, [])
+    assert '<tr><td class="l">service_ns.read.mean</td><td>100</td><td>50</td></tr>' in html
+    assert "Zero in every cell: erases, service_ns.trim.count" in html

@@ -34,15 +34,16 @@ def built():
     return REPO
 
 
-def nvme(size_gib: int = 1) -> str:
-    """A null-backed NVMe device named nvme0, as scenario text."""
+def nvme(size_gib: int = 1, profile: str | None = None) -> str:
+    """A null-backed NVMe device named nvme0, as scenario text; with a
+    device profile if given."""
     return f"""
 [[device]]
 name = "nvme0"
 kind = "nvme"
 backing = "null"
 size_gib = {size_gib}
-"""
+""" + (f'profile = "{profile}"\n' if profile else "")
 
 
 def randread(runtime: str, iodepth: int = 8, name: str = "r") -> str:
