@@ -39,7 +39,7 @@ DEB_PACKAGES := \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean \
-	bench-deps bench-device
+	bench-deps bench-device bench-blkgen bench-determinism
 .PHONY: fuzz-build fuzz test-fuzz cmake-asan test-sanitize
 
 all: qemu image
@@ -123,8 +123,9 @@ test-sanitize: cmake-asan
 test-qtest:
 	tests/qtest/run-qtests.sh
 
+# The slowest tests are listed so that the time budget can be watched.
 test-e2e:
-	$(PYTHON) -m pytest -q tests/e2e
+	$(PYTHON) -m pytest -q --durations=25 tests/e2e
 
 # Benchmarks print measurements; they are never part of `make test`.
 # bench-deps: Debian's stock QEMU, the reference the device benchmark compares with.
@@ -134,6 +135,13 @@ bench-deps: deps
 
 bench-device: bench-deps qemu image
 	$(PYTHON) tests/bench/device-cost.py
+
+bench-blkgen: qemu image
+	$(PYTHON) tests/bench/blkgen-vs-fio.py
+
+# Builds (once, cached) QEMU without the determinism patches to compare with.
+bench-determinism: qemu image
+	$(PYTHON) tests/bench/determinism-cost.py
 
 clean:
 	rm -rf $(BUILD)
