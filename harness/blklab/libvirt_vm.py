@@ -1,12 +1,16 @@
 """The libvirt backend: one cell as a transient libvirt domain.
 
 The domain runs blklab's QEMU as its emulator with the guest kernel and
-initramfs as direct boot. Devices libvirt describes natively (the console,
-the results channel, file-backed IDE/SATA disks) are libvirt elements;
-what libvirt has no element for (NVMe with blklab's properties, null
-backends, icount) goes through libvirt's QEMU namespace. The domain is
-transient and destroyed on guest reboot, so it is gone after the cell even
-when the cell fails.
+initramfs as direct boot. Devices libvirt describes natively (the results
+channel, file-backed IDE/SATA disks) are libvirt elements; what libvirt has
+no element for (NVMe with blklab's properties, null backends, icount) goes
+through libvirt's QEMU namespace. The domain is transient and destroyed on
+guest reboot, so it is gone after the cell even when the cell fails.
+
+The guest sees the same machine as with the direct backend (vm.VMConfig.
+cmdline), so that a deterministic cell gives the same bytes through either:
+what libvirt adds or sets differently and the guest can see is undone in
+domain_xml (docs/determinism.md, "Through libvirt", says how each was found).
 
 Use like VM:
 
@@ -23,14 +27,23 @@ import uuid
 import xml.etree.ElementTree as ET
 
 from blklab.errors import VMError
-from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, PCI_SLOT_DISK,
-                       PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ConsoleWatch, ResultsWatch,
-                       VMConfig, parse_counters)
+from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, HALT_GRACE_S,
+                       PCI_SLOT_DISK, PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ConsoleWatch,
+                       ResultsWatch, VMConfig, _opt, parse_counters)
 
 log = logging.getLogger(__name__)
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 DEFAULT_URI = "qemu:///system"
+# libvirt's user alias (QOM id) of the virtio-serial controller.
+VSER_ID = "ua-blklab-vser0"
+# The direct backend passes no -uuid, so QEMU's SMBIOS type 1 table and its
+# fw_cfg UUID hold zeros. libvirt always passes the domain's UUID, which the
+# guest reads from DMI and mixes into its entropy pool (user-space address
+# randomisation, hash seeds: a different instruction count in every run).
+# The domain keeps its own UUID in libvirt, so transient domains can still
+# run side by side.
+NO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -60,10 +73,13 @@ def domain_xml(config: VMConfig, name: str) -> str:
     features = _sub(dom, "features")
     _sub(features, "acpi")
     if config.accel == "kvm":
-        _sub(dom, "cpu", mode="host-passthrough")
+        cpu = _sub(dom, "cpu", mode="host-passthrough")
     else:
         cpu = _sub(dom, "cpu", mode="custom", match="exact", check="none")
         _sub(cpu, "model", "qemu64", fallback="forbid")
+    # `-smp N` on pc-i440fx-7.2 means one socket with N cores; libvirt's
+    # default is N sockets, which the guest sees in CPUID and its topology.
+    _sub(cpu, "topology", sockets="1", dies="1", cores=str(config.vcpus), threads="1")
     if config.mode == "deterministic":
         clock = _sub(dom, "clock", offset="absolute", start=str(DETERMINISTIC_RTC_BASE_EPOCH))
         _sub(clock, "timer", name="rtc", track="guest")
@@ -78,21 +94,35 @@ def domain_xml(config: VMConfig, name: str) -> str:
 
     dev = _sub(dom, "devices")
     _sub(dev, "emulator", str(config.qemu))
-    serial = _sub(dev, "serial", type="file")
-    _sub(serial, "source", path=str(config.console_log))
-    _sub(serial, "target", port="0")
     chan = _sub(dev, "channel", type="file")
     _sub(chan, "source", path=str(config.results_path))
     _sub(chan, "target", type="virtio", name=RESULTS_PORT)
     vser = _sub(dev, "controller", type="virtio-serial", index="0")
+    _sub(vser, "alias", name=VSER_ID)
     _pci(vser, PCI_SLOT_RESULTS)
     _sub(dev, "controller", type="usb", model="none")
     _sub(dev, "memballoon", model="none")
 
-    qemu_args: list[str] = []
-    overrides: list[tuple[str, str, str]] = []  # (property, type, value) of the disk
+    # These come after libvirt's own arguments: a later -uuid replaces
+    # libvirt's, and -boot strict=off undoes libvirt's strict=on, which
+    # appends HALT to the boot order SeaBIOS reads (the direct backend
+    # leaves it unset). The console is made as the direct backend makes it:
+    # libvirt's <serial> is an isa-serial -device, which QEMU creates after
+    # the board's ISA devices, so COM1 would move in the ACPI DSDT.
+    qemu_args = ["-uuid", NO_UUID, "-boot", "strict=off",
+                 "-chardev", f"file,id=console,path={_opt(config.console_log)}",
+                 "-serial", "chardev:console"]
+    # Properties libvirt's elements cannot set: (name, type, value) by the
+    # alias of the device they go on.
+    overrides: dict[str, list[tuple[str, str, str]]] = {
+        # The guest's writes to the results port handled in the vCPU
+        # thread, as with the direct backend (libvirt's <driver ioeventfd>
+        # exists for virtio-scsi controllers only).
+        VSER_ID: [("ioeventfd", "bool", "false")]}
     if config.mode == "deterministic":
         qemu_args += ["-icount", f"shift={config.icount_shift},sleep=off"]
+    if config.trace_path is not None:
+        qemu_args += ["-trace", "det_*", "-D", str(config.trace_path)]
     d = config.device
     if d is not None:
         native = d.kind in ("ide-hd", "ahci-hd") and d.backing == "file"
@@ -106,23 +136,28 @@ def domain_xml(config: VMConfig, name: str) -> str:
             _sub(disk, "alias", name=DISK_ID)
             # The QEMU namespace sets what libvirt has no element for (the
             # device model) and what its element cannot set here
-            # (<target rotation_rate> needs a QEMU with scsi-hd).
-            overrides += config.device_properties()
+            # (<target rotation_rate> needs a QEMU with scsi-hd). libvirt
+            # makes the first disk its boot disk (bootindex=1, with -boot
+            # strict=on): SeaBIOS would then read a boot order the direct
+            # backend does not give it and run a different path to the
+            # kernel.
+            overrides[DISK_ID] = config.device_properties() + [("bootindex", "remove", "")]
             if d.kind == "ahci-hd":
                 _pci(_sub(dev, "controller", type="sata", index="0"), PCI_SLOT_DISK)
         else:
             qemu_args += config._device_args(d)
-    if qemu_args:
-        cmdline = ET.SubElement(dom, f"{{{QEMU_NS}}}commandline")
-        for a in qemu_args:
-            ET.SubElement(cmdline, f"{{{QEMU_NS}}}arg", {"value": a})
-    if overrides:
-        over = ET.SubElement(dom, f"{{{QEMU_NS}}}override")
-        front = ET.SubElement(ET.SubElement(over, f"{{{QEMU_NS}}}device", {"alias": DISK_ID}),
+    cmdline = ET.SubElement(dom, f"{{{QEMU_NS}}}commandline")
+    for a in qemu_args:
+        ET.SubElement(cmdline, f"{{{QEMU_NS}}}arg", {"value": a})
+    over = ET.SubElement(dom, f"{{{QEMU_NS}}}override")
+    for alias, props in overrides.items():
+        front = ET.SubElement(ET.SubElement(over, f"{{{QEMU_NS}}}device", {"alias": alias}),
                               f"{{{QEMU_NS}}}frontend")
-        for name, kind, value in overrides:
-            ET.SubElement(front, f"{{{QEMU_NS}}}property",
-                          {"name": name, "type": kind, "value": value})
+        for name, kind, value in props:
+            attrs = {"name": name, "type": kind}
+            if kind != "remove":
+                attrs["value"] = value
+            ET.SubElement(front, f"{{{QEMU_NS}}}property", attrs)
     ET.indent(dom)
     return ET.tostring(dom, encoding="unicode") + "\n"
 
@@ -177,13 +212,14 @@ class LibvirtVM:
             return False  # a transient domain is gone once it stops
 
     def wait(self, timeout_s: float) -> int:
-        """As vm.VM.wait: until the guest has sent its results or the domain
-        is gone."""
+        """As vm.VM.wait: until the guest has sent its results and halted,
+        or the domain is gone."""
         deadline = time.monotonic() + timeout_s
         watch = ResultsWatch(self.config.results_path)
         while self._active():
             self.console_watch.poll()
             if watch.finished():
+                self._wait_halted(min(deadline, time.monotonic() + HALT_GRACE_S))
                 return 0
             if time.monotonic() > deadline:
                 self.shutdown()
@@ -191,6 +227,18 @@ class LibvirtVM:
                               self.console())
             time.sleep(POLL_S)
         return 0
+
+    def _wait_halted(self, until: float) -> None:
+        """As vm.VM._wait_halted: the guest's shutdown still sends the
+        device commands, so the counters are read after the halt."""
+        while "halted" not in self.console_watch.seen and self._active():
+            if time.monotonic() > until:
+                log.warning("the guest did not halt within %.0f s of its results; the "
+                            "device model's counters may include its shutdown or not",
+                            HALT_GRACE_S)
+                return
+            time.sleep(POLL_S)
+            self.console_watch.poll()
 
     def device_counters(self) -> dict | None:
         """The device model's counters through libvirt's QEMU monitor
