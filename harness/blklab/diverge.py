@@ -44,9 +44,11 @@ log = logging.getLogger(__name__)
 TRACE_EVENTS = "det_*"  # the -trace pattern: every determinism event
 TRACE_FILE = "trace.log"
 UNMAP = "det_dma_unmap"  # a mapped DMA buffer's data, whichever thread wrote it
-# Keys of a cell's JSON that record the host rather than the guest (wall
-# clock, scratch paths in the QEMU command line, backend); see results.py.
-HOST_KEYS = ("host",)
+# Keys of a cell's JSON that record the host rather than the guest: "host"
+# (wall clock, scratch paths in the QEMU command line, backend; see
+# results.py) and "files" (which host-side files were kept: QEMU's stderr
+# only when it wrote something, the domain XML only through libvirt).
+HOST_KEYS = ("host", "files")
 
 _PREFIX = re.compile(r"^\d+@\d+\.\d+:")  # the log backend's optional "pid@time:"
 _LINE = re.compile(r"^(det_\w+) (\S+) ic=(-?\d+) vt=(-?\d+) src=(\S+) ?(.*)$")
