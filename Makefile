@@ -13,6 +13,9 @@ BLKLAB_CACHE ?= $(HOME)/.cache/blklab
 BUILD := $(CURDIR)/build
 CMAKE_BUILD := $(BUILD)/cmake
 FLAVOUR ?= amd64
+# Every guest kernel flavour (Debian's linux-image-<flavour>); make test
+# builds an image of each (tests/e2e/test_flavours.py boots them).
+FLAVOURS := amd64 cloud-amd64 rt-amd64
 SCENARIO ?= default
 JOBS ?= $(shell nproc)
 export BLKLAB_CACHE
@@ -38,7 +41,7 @@ DEB_PACKAGES := \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
-.PHONY: all deps qemu cmake blkgen image scenario test test-unit test-qtest test-e2e clean \
+.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e clean \
 	bench-deps bench-device bench-blkgen bench-determinism
 .PHONY: fuzz-build fuzz test-fuzz cmake-asan test-sanitize
 
@@ -76,10 +79,19 @@ blkgen: cmake
 image: blkgen
 	guest-images/build-image.sh --flavour $(FLAVOUR) --blkgen $(CMAKE_BUILD)/workload/blkgen
 
-scenario: qemu image
+images: blkgen
+	@for f in $(FLAVOURS); do \
+	    guest-images/build-image.sh --flavour $$f --blkgen $(CMAKE_BUILD)/workload/blkgen || exit 1; \
+	done
+
+# The image of the flavour the scenario's [guest] kernel names; an invalid
+# scenario stops here with blklab's message.
+scenario: qemu blkgen
+	@flavour=$$(cd harness && $(PYTHON) -m blklab validate --kernel ../scenarios/$(SCENARIO).toml) && \
+	    $(MAKE) --no-print-directory image FLAVOUR=$$flavour
 	cd harness && $(PYTHON) -m blklab run ../scenarios/$(SCENARIO).toml
 
-test: qemu image
+test: qemu images
 	$(MAKE) test-unit
 	$(MAKE) test-qtest
 	$(MAKE) test-e2e

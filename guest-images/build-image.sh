@@ -39,11 +39,24 @@ fi
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
 
-# The guest's root modules; their dependencies come from modules.dep.
+# The guest's drivers, each with the Kconfig symbol that builds it (named
+# in messages, with its value read from the package's config-*). A driver
+# is a module of the package (copied with its modules.dep closure), built
+# into the kernel (listed in modules.builtin; busybox's modprobe then
+# succeeds without a file), or missing.
+# Every guest needs these; a flavour without one is an error.
 # crct10dif_generic and crc64_rocksoft_generic are soft dependencies of
 # crc-t10dif and crc64-rocksoft (modules.softdep), which nvme and sd_mod need.
-root_modules="virtio_pci virtio_console nvme ata_piix ahci sd_mod
-    kyber-iosched bfq crct10dif_generic crc64_rocksoft_generic"
+core_drivers="virtio_pci:VIRTIO_PCI virtio_console:VIRTIO_CONSOLE
+    kyber-iosched:MQ_IOSCHED_KYBER bfq:IOSCHED_BFQ
+    crct10dif_generic:CRYPTO_CRCT10DIF crc64_rocksoft_generic:CRYPTO_CRC64_ROCKSOFT"
+# The drivers of each device kind (scenario [[device]] kind; guest-images/init
+# loads them). A flavour that lacks one still builds: image.json records the
+# kind as missing that driver, and the harness rejects a scenario that pairs
+# the flavour with the kind.
+kind_drivers="nvme=nvme:BLK_DEV_NVME
+    ide-hd=ata_piix:ATA_PIIX,sd_mod:BLK_DEV_SD
+    ahci-hd=ahci:SATA_AHCI,sd_mod:BLK_DEV_SD"
 # Host programs copied with their shared libraries.
 host_programs="/usr/bin/fio /usr/sbin/blktrace /usr/bin/blkparse /usr/bin/btt"
 
@@ -114,18 +127,80 @@ kx=$work/kernel
 mkdir -p "$root" "$kx"
 dpkg-deb -x "$kdeb" "$kx"
 
-# Modules: closure over modules.dep of the package, then a depmod of the
-# subset so busybox's modprobe finds them in the guest.
+# Drivers: each one's state in the package, then the modules.dep closure
+# of those that are modules, then a depmod of the subset so busybox's
+# modprobe finds them in the guest.
 depmod -b "$kx" "$kernel_release"
 moddir=lib/modules/$kernel_release
-want=$(
-    for m in $root_modules; do
-        line=$(grep -E "(^|/)${m//-/[-_]}\.ko:" "$kx/$moddir/modules.dep" || true)
-        if [ -z "$line" ]; then
-            echo "build-image.sh: module $m not found in $kpkg" >&2
-            exit 1
+kconfig=$kx/boot/config-$kernel_release
+[ -f "$kconfig" ] || { echo "build-image.sh: $kpkg has no boot/config-$kernel_release" >&2; exit 1; }
+
+# driver_state NAME: module, builtin or missing.
+driver_state() {
+    local pat="(^|/)${1//-/[-_]}\.ko"
+    if grep -qE "${pat}:" "$kx/$moddir/modules.dep"; then
+        echo module
+    elif grep -qE "${pat}\$" "$kx/$moddir/modules.builtin"; then
+        echo builtin
+    else
+        echo missing
+    fi
+}
+# kconfig_line SYMBOL: "CONFIG_X=m", "CONFIG_X is not set" or "CONFIG_X absent".
+kconfig_line() {
+    local line
+    line=$(grep -E "^(# )?CONFIG_$1[= ]" "$kconfig" | head -1 | sed 's/^# //')
+    echo "${line:-CONFIG_$1 absent from config-$kernel_release}"
+}
+
+declare -A state config
+drivers_json=""
+note_driver() {  # note_driver NAME SYMBOL
+    [ -n "${state[$1]:-}" ] && return 0
+    state[$1]=$(driver_state "$1")
+    config[$1]=$(kconfig_line "$2")
+    drivers_json+="${drivers_json:+,}
+    \"$1\": {\"state\": \"${state[$1]}\", \"config\": \"${config[$1]}\"}"
+}
+for entry in $core_drivers; do
+    d=${entry%%:*}
+    note_driver "$d" "${entry#*:}"
+    if [ "${state[$d]}" = missing ]; then
+        echo "build-image.sh: flavour $flavour: $kpkg $kver_pkg has no driver $d, which every" \
+             "blklab guest needs: no $d.ko in the package and not in modules.builtin" \
+             "(${config[$d]})" >&2
+        exit 1
+    fi
+done
+kinds_json=""
+runnable=""
+for entry in $kind_drivers; do
+    kind=${entry%%=*}
+    names="" missing=""
+    for pair in $(echo "${entry#*=}" | tr ',' ' '); do
+        d=${pair%%:*}
+        note_driver "$d" "${pair#*:}"
+        names+="${names:+, }\"$d\""
+        if [ "${state[$d]}" = missing ]; then
+            missing+="${missing:+, }\"$d\""
+            echo "image: flavour $flavour cannot run $kind devices: $kpkg $kver_pkg has no" \
+                 "driver $d (${config[$d]})"
         fi
-        echo "$line" | tr -d ':' | tr ' ' '\n'
+    done
+    [ -z "$missing" ] && runnable+=" $kind"
+    kinds_json+="${kinds_json:+,}
+    \"$kind\": {\"drivers\": [$names], \"missing\": [$missing]}"
+done
+if [ -z "$runnable" ]; then
+    echo "build-image.sh: flavour $flavour: $kpkg $kver_pkg can run none of blklab's device" \
+         "kinds (see the lines above)" >&2
+    exit 1
+fi
+
+want=$(
+    for d in "${!state[@]}"; do
+        [ "${state[$d]}" = module ] || continue
+        grep -E "(^|/)${d//-/[-_]}\.ko:" "$kx/$moddir/modules.dep" | tr -d ':' | tr ' ' '\n'
     done | sed '/^$/d' | sort -u
 )
 for rel in $want; do
@@ -163,7 +238,10 @@ cat > "$root/etc/blklab/image.json" <<EOF
   "fio_version": "$fio_version",
   "blktrace_version": "$(pkg_version blktrace)",
   "blkgen_sha256": "$(sha256sum < "$blkgen" | cut -d' ' -f1)",
-  "modules": [$(for m in $root_modules; do printf '"%s",' "$m"; done | sed 's/,$//')]
+  "drivers": {$drivers_json
+  },
+  "device_kinds": {$kinds_json
+  }
 }
 EOF
 

@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
     v.add_argument("--short", action="store_true", help="list the short form's cells")
+    v.add_argument("--kernel", action="store_true",
+                   help="print the guest kernel flavour ([guest] kernel) instead of the cells")
 
     sw = sub.add_parser("switches", help="each scheduler switch of RUN (scenario."
                         "switch_schedulers) against the workload's time series")
@@ -138,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "validate":
             s = scenario_mod.load(args.scenario, short=args.short)
+            if args.kernel:
+                print(s.guest.flavour)
+                return 0
             for c in s.cells():
                 print(c.id)
             return 0

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blklab.errors import ScenarioError
+from blklab.errors import BuildMissingError, ScenarioError
 from blklab.results import SUMMARY_METRICS
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
@@ -380,6 +380,33 @@ def check_deterministic(path: str, devices: list[Device], why: str) -> None:
                 'scenario.mode = "realtime"')
 
 
+def check_kernel_drivers(path: str, guest: Guest, devices: list[Device]) -> None:
+    """A device kind the guest kernel has no driver for is an error. The
+    facts are the flavour's image record (image.json "device_kinds" and
+    "drivers", written by guest-images/build-image.sh from the kernel
+    package); with no image built there is nothing to check against, and a
+    run asks for the image."""
+    from blklab import paths
+
+    try:
+        image = json.loads((paths.image_dir(guest.flavour) / "image.json").read_text())
+    except BuildMissingError:
+        return
+    kinds = image.get("device_kinds", {})
+    runnable = [k for k in DEVICE_KINDS if k in kinds and not kinds[k]["missing"]]
+    for i, d in enumerate(devices):
+        missing = kinds.get(d.kind, {}).get("missing", [])
+        if not missing:
+            continue
+        why = ", ".join(f"no driver {m} ({image['drivers'][m]['config']})" for m in missing)
+        raise ScenarioError(
+            path, f"device[{i}].kind",
+            f"device '{d.name}' is kind '{d.kind}', which cannot run on "
+            f"guest.kernel = \"{guest.flavour}\": {image['kernel_package']} "
+            f"{image['kernel_package_version']} has {why}. "
+            f"Allowed with this kernel: {', '.join(runnable)}; or choose another guest.kernel")
+
+
 def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     tables = data.get("job")
     if tables is None:
@@ -721,6 +748,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     g.finish()
 
     devices = _parse_devices(shown, data, check_profiles)
+    if check_profiles:
+        check_kernel_drivers(shown, guest, devices)
 
     q = _Reader(shown, _table(shown, data, "queue"), "queue")
     queue_axes = {k: _tunable_values(q, k) for k in list(q.table)}
