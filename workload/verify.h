@@ -6,7 +6,7 @@
 // from byte 8 to its end, header fields included, so any changed byte,
 // misplaced block (offset), short block (length) or stale block (job,
 // generation: the writer's sequence number of the write) shows.
-// crc32c uses SSE4.2's crc32 instruction when the CPU has it, a table else.
+// crc32c uses SSE4.2's crc32 instruction when the CPU has it, tables else.
 // Thread-safety: pure functions.
 #ifndef BLKGEN_VERIFY_H_
 #define BLKGEN_VERIFY_H_
@@ -20,6 +20,8 @@ inline constexpr uint32_t kVerifyMagic = 0x564b4c42;  // "BLKV" little-endian
 inline constexpr uint32_t kVerifyHeaderBytes = 32;
 
 uint32_t Crc32c(const uint8_t* data, size_t n);
+// The same CRC without SSE4.2 (slicing-by-8 tables), whatever the CPU has.
+uint32_t Crc32cPortable(const uint8_t* data, size_t n);
 
 // What a block header says, or should say.
 struct BlockIdentity {

@@ -16,6 +16,23 @@ TEST(VerifyTest, Crc32cCheckValue) {
   EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8a9136aau);  // RFC 3720 B.4
 }
 
+TEST(VerifyTest, PortableCrc32cMatchesAtEveryLengthAndAlignment) {
+  const char* text = "123456789";
+  EXPECT_EQ(Crc32cPortable(reinterpret_cast<const uint8_t*>(text), 9), 0xe3069283u);
+  std::vector<uint8_t> data(4096 + 64);
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (uint8_t& b : data) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    b = static_cast<uint8_t>(x >> 56);
+  }
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 4000, 4096}) {
+      EXPECT_EQ(Crc32cPortable(data.data() + start, n), Crc32c(data.data() + start, n))
+          << "start " << start << " length " << n;
+    }
+  }
+}
+
 TEST(VerifyTest, StampedBlockChecksAndEveryChangeShows) {
   std::vector<uint8_t> block(4096);
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 7);
