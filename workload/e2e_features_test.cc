@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -133,6 +135,55 @@ std::vector<std::string> IologLines(const std::string& path) {
   return lines;
 }
 
+// The I/Os of an iolog in issue order: action ("read", "write", "trim",
+// "sync", ...) and offset; header and file lines left out.
+struct LoggedIo {
+  std::string action;
+  uint64_t offset = 0;
+};
+std::vector<LoggedIo> LoggedIos(const std::string& path) {
+  std::vector<LoggedIo> ios;
+  for (const std::string& line : IologLines(path)) {
+    std::istringstream in(line);
+    std::string file;
+    LoggedIo io;
+    if (line.rfind("fio version", 0) == 0) continue;
+    if (in >> file >> io.action >> io.offset) ios.push_back(io);
+  }
+  return ios;
+}
+
+bool IsDataAction(const std::string& a) { return a == "read" || a == "write" || a == "trim"; }
+
+// What the verify table should say after the logged I/Os (per block offset:
+// written since, trimmed since the last write), and how a job with verify
+// should count the reads among them. I/Os to one block never overlap, so a
+// read sees the state left by the I/Os to its block logged before it.
+struct ExpectedVerify {
+  uint64_t checked = 0, unchecked = 0, trimmed_checked = 0;
+  std::map<uint64_t, int> writes;    // per block: writes
+  std::map<uint64_t, bool> trimmed;  // per block: trimmed since its last write
+};
+ExpectedVerify ReplayLog(const std::vector<LoggedIo>& ios) {
+  ExpectedVerify e;
+  for (const LoggedIo& io : ios) {
+    if (io.action == "write") {
+      ++e.writes[io.offset];
+      e.trimmed[io.offset] = false;
+    } else if (io.action == "trim") {
+      e.trimmed[io.offset] = true;
+    } else if (io.action == "read") {
+      if (e.writes.count(io.offset) == 0) {
+        ++e.unchecked;
+        continue;
+      }
+      ++e.checked;
+      if (e.trimmed[io.offset]) ++e.trimmed_checked;
+    }
+  }
+  return e;
+}
+
 TEST_F(FeaturesTest, SameSequenceAcrossRunsAndEngines) {
   const std::string file = dir_ + "/d.dat";
   std::vector<std::vector<std::string>> logs;
@@ -177,6 +228,228 @@ TEST_F(FeaturesTest, TimeSeriesPerInterval) {
     EXPECT_GT(ts["read"]["iops"][i].get<double>(), 0);
     EXPECT_LE(ts["read"]["clat_p50_ns"][i].get<uint64_t>(),
               ts["read"]["clat_p99_ns"][i].get<uint64_t>());
+  }
+}
+
+// A verify job that reads, writes, trims some of what it wrote and syncs,
+// three passes over its region: trims of the blocks it picked, syncs every
+// 32 writes, and every read (both phases) checked against what the I/O log
+// says the block held, trimmed ones included (a file's punched hole reads
+// as zeros).
+TEST_F(FeaturesTest, VerifyWithTrimsAndSyncsChecksEveryBlockItTouched) {
+  const std::string log = dir_ + "/trim.log";
+  RunResult r;
+  const Json j =
+      Run({"--name=m", "--filename=" + dir_ + "/m.dat", "--size=2M", "--io_size=6M", "--rw=randrw",
+           "--rwmixread=20", "--bs=4k", "--ioengine=io_uring", "--iodepth=16", "--verify=crc32c",
+           "--trim_percentage=25", "--trim_backlog=16", "--fsync=32", "--direct=" + direct_,
+           "--write_iolog=" + log},
+          &r);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const Json& job = j["jobs"][0];
+  const uint64_t writes = job["write"]["total_ios"], trims = job["trim"]["total_ios"],
+                 reads = job["read"]["total_ios"];
+  EXPECT_EQ(reads + writes + trims, 1536u);  // io_size / bs
+  // About a quarter of the writes picked; every one trimmed but the last
+  // batch's leftovers.
+  EXPECT_GT(trims, writes * 20 / 100);
+  EXPECT_LT(trims, writes * 30 / 100);
+  EXPECT_GE(job["sync"]["total_ios"].get<uint64_t>(), writes / 32 - 1);
+  EXPECT_LE(job["sync"]["total_ios"].get<uint64_t>(), writes / 32);
+
+  const std::vector<LoggedIo> ios = LoggedIos(log);
+  const ExpectedVerify e = ReplayLog(ios);
+  EXPECT_GT(e.writes.size(), 400u);  // of 512 blocks
+  const Json& v = job["blkgen"]["verify"];
+  EXPECT_EQ(v["mismatches"], 0);
+  EXPECT_EQ(v["verify_phase_reads"], e.writes.size());  // every block written
+  EXPECT_EQ(v["checked"], e.checked);                   // main-phase reads and the verify phase
+  EXPECT_EQ(v["unchecked"], e.unchecked);
+  EXPECT_GT(e.trimmed_checked, 50u);
+  EXPECT_EQ(v["trimmed"]["checked"], e.trimmed_checked);
+  EXPECT_EQ(v["trimmed"]["zeros"], e.trimmed_checked);
+  EXPECT_EQ(v["trimmed"]["unchanged"], 0);
+  EXPECT_EQ(job["blkgen"]["settings"]["trim_backlog_batch"], 16);  // 0 = trim_backlog
+}
+
+// Which blocks get trimmed comes from the seed, not from completions: the
+// same log on every engine.
+TEST_F(FeaturesTest, TrimsOfAVerifyJobAreTheSameAcrossEngines) {
+  std::vector<std::vector<std::string>> logs;
+  for (const char* engine : {"psync", "io_uring", "libaio"}) {
+    const std::string log = dir_ + "/" + engine + ".log";
+    RunResult r;
+    Run({"--name=t", "--filename=" + dir_ + "/t.dat", "--size=1M", "--io_size=3M", "--rw=randwrite",
+         "--bs=4k", "--ioengine=" + std::string(engine), "--iodepth=8", "--verify=crc32c",
+         "--trim_percentage=40", "--trim_backlog=8", "--trim_backlog_batch=2", "--fsync=16",
+         "--randseed=77", "--write_iolog=" + log},
+        &r);
+    ASSERT_EQ(r.exit_code, 0) << engine << ": " << r.stderr_text;
+    logs.push_back(IologLines(log));
+  }
+  size_t trims = 0;
+  for (const std::string& l : logs[0]) trims += l.find(" trim ") != std::string::npos;
+  EXPECT_GT(trims, 50u);
+  EXPECT_EQ(logs[1], logs[0]);
+  EXPECT_EQ(logs[2], logs[0]);
+}
+
+// verify_only: a second run issues nothing, replays the sequence and checks
+// what the first left, trimmed blocks included.
+TEST_F(FeaturesTest, VerifyOnlyChecksWhatAnEarlierRunLeft) {
+  const std::string file = dir_ + "/o.dat";
+  const std::vector<std::string> job = {"--name=o",          "--filename=" + file,
+                                        "--size=1M",         "--io_size=2M",
+                                        "--rw=randwrite",    "--bs=4k",
+                                        "--ioengine=libaio", "--iodepth=4",
+                                        "--verify=crc32c",   "--trim_percentage=30",
+                                        "--trim_backlog=8",  "--randseed=5"};
+  RunResult r;
+  std::vector<std::string> args = job;
+  args.push_back("--do_verify=0");
+  args.push_back("--write_iolog=" + dir_ + "/first.log");
+  Run(args, &r);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const ExpectedVerify e = ReplayLog(LoggedIos(dir_ + "/first.log"));
+  uint64_t trimmed_now = 0;
+  for (const auto& [offset, t] : e.trimmed) trimmed_now += t;
+
+  args = job;
+  args.push_back("--verify_only");
+  args.push_back("--write_iolog=" + dir_ + "/second.log");
+  const Json j = Run(args, &r);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const Json& v = j["jobs"][0]["blkgen"]["verify"];
+  EXPECT_EQ(v["mismatches"], 0);
+  EXPECT_EQ(v["verify_phase_reads"], e.writes.size());
+  EXPECT_EQ(v["trimmed"]["checked"], trimmed_now);
+  EXPECT_GT(trimmed_now, 20u);
+  EXPECT_EQ(j["jobs"][0]["write"]["total_ios"], 0);
+  EXPECT_EQ(j["jobs"][0]["trim"]["total_ios"], 0);
+  for (const LoggedIo& io : LoggedIos(dir_ + "/second.log")) EXPECT_EQ(io.action, "read");
+}
+
+// Injected corruption in the mixed write/trim mode. A first run writes and
+// trims; blocks are then overwritten with what earlier prefixes of the same
+// sequence (io_size cut short, so the same I/Os up to there) left in them:
+//  - a trimmed block with its content from just before its trim (what a
+//    device that ignores the trim returns): passes with trim_verify_zero=0,
+//    fails with 1;
+//  - a trimmed block with an older write of it (a stale block): fails;
+//  - a trimmed block with garbage, a written block with one flipped byte:
+//    fail.
+// verify_only then checks the file.
+TEST_F(FeaturesTest, VerifyFindsCorruptionOfTrimmedAndWrittenBlocks) {
+  const std::string file = dir_ + "/x.dat";
+  const std::vector<std::string> job = {
+      "--name=x",        "--size=1M",       "--rw=randwrite",       "--bs=4k",
+      "--verify=crc32c", "--do_verify=0",   "--trim_percentage=30", "--trim_backlog=8",
+      "--randseed=9",    "--ioengine=psync"};
+  auto run_prefix = [&](const std::string& target, uint64_t data_ios, const std::string& log) {
+    std::vector<std::string> args = job;
+    args.push_back("--filename=" + target);
+    args.push_back("--io_size=" + std::to_string(data_ios * 4096));
+    if (!log.empty()) args.push_back("--write_iolog=" + log);
+    RunResult r;
+    Run(args, &r);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  };
+  // 500 data I/Os over 256 blocks: a pass and a half of writes, a quarter
+  // as many trims.
+  run_prefix(file, 500, dir_ + "/x.log");
+  const std::vector<LoggedIo> ios = LoggedIos(dir_ + "/x.log");
+
+  // Per block: indexes (in data I/Os) of its writes and of its last trim.
+  std::map<uint64_t, std::vector<uint64_t>> writes_at;
+  std::map<uint64_t, uint64_t> trim_at;
+  uint64_t n = 0;
+  for (const LoggedIo& io : ios) {
+    if (!IsDataAction(io.action)) continue;
+    if (io.action == "write") {
+      writes_at[io.offset].push_back(n);
+      trim_at.erase(io.offset);
+    } else if (io.action == "trim") {
+      trim_at[io.offset] = n;
+    }
+    ++n;
+  }
+  ASSERT_EQ(n, 500u);
+  // Trimmed at the end: one written once (kept: restored), one written
+  // twice (stale: its first write restored), one for garbage; and a
+  // written one.
+  uint64_t kept = UINT64_MAX, stale = UINT64_MAX, garbage = UINT64_MAX, flipped = UINT64_MAX;
+  for (const auto& [offset, at] : trim_at) {
+    const size_t w = writes_at[offset].size();
+    if (w == 1 && kept == UINT64_MAX) {
+      kept = offset;
+    } else if (w >= 2 && stale == UINT64_MAX) {
+      stale = offset;
+    } else if (garbage == UINT64_MAX) {
+      garbage = offset;
+    }
+  }
+  for (const auto& [offset, at] : writes_at) {
+    if (trim_at.count(offset) == 0) {
+      flipped = offset;
+      break;
+    }
+  }
+  ASSERT_NE(kept, UINT64_MAX);
+  ASSERT_NE(stale, UINT64_MAX);
+  ASSERT_NE(garbage, UINT64_MAX);
+  ASSERT_NE(flipped, UINT64_MAX);
+
+  // The blocks as the sequence left them just before `kept`'s trim and just
+  // after `stale`'s first write.
+  const std::string before_trim = dir_ + "/before_trim.dat";
+  const std::string first_write = dir_ + "/first_write.dat";
+  run_prefix(before_trim, trim_at[kept], "");
+  run_prefix(first_write, writes_at[stale][0] + 1, "");
+  ASSERT_EQ(Peek(file, kept, 4096), std::string(4096, '\0'));  // the hole
+  Poke(file, kept, Peek(before_trim, kept, 4096));
+  Poke(file, stale, Peek(first_write, stale, 4096));
+  Poke(file, garbage, std::string(4096, '\x5a'));
+  const std::string byte = Peek(file, flipped + 3000, 1);
+  Poke(file, flipped + 3000, std::string(1, static_cast<char>(byte[0] ^ 0x08)));
+
+  for (const bool zero : {false, true}) {
+    SCOPED_TRACE(zero ? "trim_verify_zero=1" : "trim_verify_zero=0");
+    std::vector<std::string> args = job;
+    args.push_back("--filename=" + file);
+    args.push_back("--io_size=" + std::to_string(500 * 4096));
+    args.push_back("--verify_only");
+    args.push_back(zero ? "--trim_verify_zero=1" : "--trim_verify_zero=0");
+    RunResult r;
+    const Json j = Run(args, &r);
+    EXPECT_EQ(r.exit_code, 1);
+    const Json& v = j["jobs"][0]["blkgen"]["verify"];
+    EXPECT_EQ(j["jobs"][0]["error"], EILSEQ);
+    EXPECT_EQ(v["trimmed"]["checked"], trim_at.size());
+    EXPECT_EQ(v["trimmed"]["zeros"], trim_at.size() - 3);
+    EXPECT_EQ(v["trimmed"]["unchanged"], 1);  // `kept`, counted either way
+    EXPECT_EQ(v["mismatches"], zero ? 4 : 3);
+    std::map<uint64_t, bool> found;  // offset -> recorded as a trimmed block
+    for (const Json& m : v["first_mismatches"]) {
+      found[m["offset"].get<uint64_t>()] = m["trimmed"].get<bool>();
+    }
+    EXPECT_EQ(found.count(kept), zero ? 1u : 0u);
+    ASSERT_EQ(found.count(stale), 1u);
+    EXPECT_TRUE(found[stale]);
+    ASSERT_EQ(found.count(garbage), 1u);
+    EXPECT_TRUE(found[garbage]);
+    ASSERT_EQ(found.count(flipped), 1u);
+    EXPECT_FALSE(found[flipped]);
+    for (const Json& m : v["first_mismatches"]) {
+      if (m["offset"] != stale) continue;
+      // Expected: the generation written last before the trim; found: the first.
+      EXPECT_EQ(m["found"]["offset"], stale);
+      EXPECT_LT(m["found"]["generation"].get<uint64_t>(),
+                m["expected"]["generation"].get<uint64_t>());
+    }
+    EXPECT_NE(r.stderr_text.find("verify mismatch at offset " + std::to_string(garbage) +
+                                 ": trimmed block, expected zeros"),
+              std::string::npos)
+        << r.stderr_text;
   }
 }
 

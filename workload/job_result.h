@@ -49,6 +49,10 @@ struct SyncResult {
 struct VerifyMismatch {
   uint64_t offset = 0;
   bool writer_checked = false;  // expected job/generation known
+  // The block had been trimmed: `expected` is the block as last written
+  // before the trim; zeros (and with trim_verify_zero=0 ones or that block)
+  // would have passed.
+  bool trimmed = false;
   BlockIdentity expected;
   BlockIdentity found;
 };
@@ -56,12 +60,17 @@ struct VerifyMismatch {
 inline constexpr int kMaxVerifyMismatches = 16;  // kept in detail; all are counted
 
 struct VerifyResult {
-  uint64_t checked = 0;          // blocks read and checked (both phases)
-  uint64_t mismatches = 0;       // checks that failed
-  uint64_t unchecked = 0;        // blocks read that this job never wrote (rw/randrw)
-  uint64_t verify_reads = 0;     // reads of the verify phase
-  uint64_t verify_phase_ns = 0;  // time spent in the verify phase
-  uint32_t recorded = 0;         // entries used in `first`
+  uint64_t checked = 0;       // blocks read and checked (both phases)
+  uint64_t mismatches = 0;    // checks that failed
+  uint64_t unchecked = 0;     // blocks read that this job never wrote (rw/randrw)
+  uint64_t verify_reads = 0;  // reads of the verify phase
+  // Reads of trimmed blocks (counted in `checked` too) by what they held.
+  uint64_t trimmed_checked = 0;
+  uint64_t trimmed_zeros = 0;
+  uint64_t trimmed_ones = 0;
+  uint64_t trimmed_unchanged = 0;  // the block as last written
+  uint64_t verify_phase_ns = 0;    // time spent in the verify phase
+  uint32_t recorded = 0;           // entries used in `first`
   VerifyMismatch first[kMaxVerifyMismatches];
 };
 

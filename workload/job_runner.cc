@@ -24,13 +24,18 @@
 namespace blkgen {
 namespace {
 
-constexpr uint64_t kBufferAlign = 4096;              // bytes; covers O_DIRECT on 4Kn devices
-constexpr uint32_t kPatternStream = 0;               // DeriveSeed stream of the I/O sequence
-constexpr uint32_t kFillStream = 1;                  // DeriveSeed stream of written data
-constexpr uint32_t kDelayStream = 2;                 // DeriveSeed stream of startdelay ranges
-constexpr uint32_t kInFlight = 1u << 31;             // verify table: I/O in flight
-constexpr uint32_t kGenerationMask = kInFlight - 1;  // verify table: generation
-constexpr int kIoprioClassShift = 13;                // linux/ioprio.h
+constexpr uint64_t kBufferAlign = 4096;             // bytes; covers O_DIRECT on 4Kn devices
+constexpr uint32_t kPatternStream = 0;              // DeriveSeed stream of the I/O sequence
+constexpr uint32_t kFillStream = 1;                 // DeriveSeed stream of written data
+constexpr uint32_t kDelayStream = 2;                // DeriveSeed stream of startdelay ranges
+constexpr uint32_t kTrimStream = 3;                 // DeriveSeed stream of verify trim picks
+constexpr uint32_t kInFlight = 1u << 31;            // verify table: I/O in flight
+constexpr uint32_t kTrimmed = 1u << 30;             // verify table: trimmed since written
+constexpr uint32_t kGenerationMask = kTrimmed - 1;  // verify table: generation
+// Most blocks waiting to be trimmed (8 bytes each); a write picked for
+// trimming while the queue is full is not queued.
+constexpr uint64_t kMaxTrimQueue = 1ULL << 20;
+constexpr int kIoprioClassShift = 13;  // linux/ioprio.h
 constexpr int kIoprioWhoProcess = 1;
 constexpr int kIoprioClassBe = 2;
 
@@ -153,11 +158,13 @@ Status JobRunner::SetUpVerify() {
   const uint64_t blocks = target_.region_bytes() / verify_block_bytes_;
   try {
     verify_table_.assign(blocks, 0);
+    if (spec_.TrimsWrittenBlocks()) trim_queue_.assign(std::min(blocks, kMaxTrimQueue), 0);
   } catch (const std::bad_alloc&) {
     return Status::Runtime(
         "verify: cannot allocate 4 bytes per block for " + std::to_string(blocks) + " blocks",
         ENOMEM);
   }
+  trim_state_ = DeriveSeed(spec_.randseed, job_index_, kTrimStream);
   return Status::Ok();
 }
 
@@ -171,7 +178,7 @@ Status JobRunner::Prepare() {
     if (!st.ok()) return st;
 
     uint64_t max_bs = 0;
-    io_limit_bytes_ = target_.region_bytes();
+    io_limit_bytes_ = spec_.io_size != 0 ? spec_.io_size : target_.region_bytes();
     for (int d = 0; d < kNumDirs; ++d) {
       const Dir dir = static_cast<Dir>(d);
       if (!spec_.Does(dir)) continue;
@@ -271,7 +278,7 @@ void JobRunner::BeginMeasuring() {
 void JobRunner::TakeBwSample(uint64_t now_ns) {
   const uint64_t spent = now_ns - sample_start_ns_;
   for (int d = 0; d < kNumDirs; ++d) {
-    if (!spec_.Does(static_cast<Dir>(d))) continue;
+    if (!spec_.Issues(static_cast<Dir>(d))) continue;
     DirResult& r = result_->dir[d];
     const unsigned __int128 bytes = r.io_bytes - sample_bytes_[d];
     const unsigned __int128 ios = r.total_ios - sample_ios_[d];
@@ -365,6 +372,7 @@ bool JobRunner::NextRequest(IoRequest* req) {
       return true;
     }
   }
+  if (trim_batch_left_ > 0 && NextTrim(req)) return true;
   IoUnit unit;
   pattern_->Next(&unit);
   req->op = static_cast<IoOp>(unit.dir);
@@ -373,10 +381,48 @@ bool JobRunner::NextRequest(IoRequest* req) {
   if (verify_) {
     req->block = (unit.offset - target_.region_offset()) / verify_block_bytes_;
     if (req->op == IoOp::kWrite) {
-      write_generation_ = write_generation_ % kGenerationMask + 1;  // 1 .. 2^31-1
-      StampBlock(req->buffer, req->length, req->offset, job_index_, write_generation_);
+      write_generation_ = write_generation_ % kGenerationMask + 1;  // 1 .. 2^30-1
+      if (!replaying_) {
+        StampBlock(req->buffer, req->length, req->offset, job_index_, write_generation_);
+      }
+      if (!trim_queue_.empty()) MaybeQueueForTrim(req->block);
     }
   }
+  return true;
+}
+
+// A write of a verify job with trims: picks its block for the trim queue
+// with probability trim_percentage % (its own random stream, so the I/O
+// sequence stays a function of the seed), and every trim_backlog writes
+// starts a batch of trims.
+void JobRunner::MaybeQueueForTrim(uint64_t block) {
+  const uint64_t draw = ((SplitMix64(&trim_state_) >> 32) * 100) >> 32;  // 0..99
+  if (draw < spec_.trim_percentage && trim_queue_size_ < trim_queue_.size()) {
+    trim_queue_[(trim_queue_head_ + trim_queue_size_) % trim_queue_.size()] = block;
+    ++trim_queue_size_;
+  }
+  if (++writes_since_trims_ >= spec_.trim_backlog) {
+    writes_since_trims_ = 0;
+    trim_batch_left_ =
+        spec_.trim_backlog_batch != 0 ? spec_.trim_backlog_batch : spec_.trim_backlog;
+  }
+}
+
+// The next trim of the current batch: the oldest queued block. False (and
+// the batch ends) when the queue is empty.
+bool JobRunner::NextTrim(IoRequest* req) {
+  if (trim_queue_size_ == 0) {
+    trim_batch_left_ = 0;
+    return false;
+  }
+  const uint64_t block = trim_queue_[trim_queue_head_];
+  trim_queue_head_ = (trim_queue_head_ + 1) % trim_queue_.size();
+  --trim_queue_size_;
+  --trim_batch_left_;
+  req->op = IoOp::kTrim;
+  req->block = block;
+  req->offset = target_.region_offset() + block * verify_block_bytes_;
+  req->length = static_cast<uint32_t>(verify_block_bytes_);
   return true;
 }
 
@@ -388,7 +434,7 @@ inline bool JobRunner::BlockBusy(const IoRequest& req) const {
 
 // Bookkeeping of an I/O the engine accepted.
 inline void JobRunner::MarkIssued(IoRequest* req) {
-  if (iolog_ != nullptr) {
+  if (iolog_ != nullptr && !replaying_) {
     std::fprintf(iolog_, "%s %s %llu %u\n", filename_.c_str(), IologAction(req->op),
                  static_cast<unsigned long long>(req->offset), req->length);
   }
@@ -408,9 +454,20 @@ inline void JobRunner::MarkIssued(IoRequest* req) {
   last_issued_write_ = write;
 }
 
+void JobRunner::RecordMismatch(const VerifyMismatch& m) {
+  VerifyResult& v = result_->verify;
+  ++v.mismatches;
+  if (v.recorded < kMaxVerifyMismatches) v.first[v.recorded++] = m;
+}
+
 void JobRunner::CheckRead(const IoRequest& req) {
   VerifyResult& v = result_->verify;
-  const uint32_t generation = verify_table_[req.block] & kGenerationMask;
+  const uint32_t state = verify_table_[req.block];
+  const uint32_t generation = state & kGenerationMask;
+  if ((state & kTrimmed) != 0) {
+    CheckTrimmedRead(req, generation);
+    return;
+  }
   const bool job_writes = spec_.Does(Dir::kWrite);
   if (generation == 0 && job_writes) {
     ++v.unchecked;  // never written by this job: content unknown
@@ -423,13 +480,69 @@ void JobRunner::CheckRead(const IoRequest& req) {
   BlockIdentity want, found;
   ++v.checked;
   if (CheckBlock(req.buffer, req.length, expected, generation != 0, &want, &found)) return;
-  ++v.mismatches;
-  if (v.recorded < kMaxVerifyMismatches) {
-    VerifyMismatch& m = v.first[v.recorded++];
-    m.offset = req.offset;
-    m.writer_checked = generation != 0;
-    m.expected = want;
-    m.found = found;
+  VerifyMismatch m;
+  m.offset = req.offset;
+  m.writer_checked = generation != 0;
+  m.expected = want;
+  m.found = found;
+  RecordMismatch(m);
+}
+
+// A read of a block trimmed since this job last wrote it (generation; 0 if
+// that write was short). trim_verify_zero=1: it must read as zeros (fio);
+// 0: as zeros, ones or the block as written (what NVMe allows after an
+// advisory deallocate), where fio would not check it.
+void JobRunner::CheckTrimmedRead(const IoRequest& req, uint32_t generation) {
+  VerifyResult& v = result_->verify;
+  if (generation == 0 && !spec_.trim_verify_zero) {
+    ++v.unchecked;  // content before the trim unknown: anything goes
+    return;
+  }
+  BlockIdentity written;
+  written.magic = kVerifyMagic;
+  written.offset = req.offset;
+  written.length = req.length;
+  written.job = job_index_;
+  written.generation = generation;
+  ++v.checked;
+  ++v.trimmed_checked;
+  bool ok = false;
+  switch (ClassifyTrimmed(req.buffer, req.length, written)) {
+    case TrimmedContent::kZeros:
+      ++v.trimmed_zeros;
+      ok = true;
+      break;
+    case TrimmedContent::kOnes:
+      ++v.trimmed_ones;
+      ok = !spec_.trim_verify_zero;
+      break;
+    case TrimmedContent::kUnchanged:
+      ++v.trimmed_unchanged;
+      ok = !spec_.trim_verify_zero;
+      break;
+    case TrimmedContent::kOther:
+      break;
+  }
+  if (ok) return;
+  VerifyMismatch m;
+  m.offset = req.offset;
+  m.writer_checked = generation != 0;
+  m.trimmed = true;
+  m.expected = written;
+  m.expected.crc32c = Crc32c(req.buffer + 8, req.length - 8);  // as CheckBlock reports it
+  m.found = ReadHeader(req.buffer);
+  RecordMismatch(m);
+}
+
+// The verify table after a data I/O completed without error: a whole write
+// leaves its generation, a short one an unknown block, a whole trim marks
+// the block trimmed (keeping the generation it held); reads change nothing.
+inline void JobRunner::RecordBlockState(const IoRequest& req, bool whole, uint32_t generation) {
+  uint32_t& state = verify_table_[req.block];
+  if (req.op == IoOp::kWrite) {
+    state = whole ? generation & kGenerationMask : 0;
+  } else if (req.op == IoOp::kTrim) {
+    state = whole ? (state & kGenerationMask) | kTrimmed : 0;
   }
 }
 
@@ -445,16 +558,14 @@ inline void JobRunner::Complete(IoRequest* req, uint64_t now_ns) {
     return;
   }
   if (verify_ && data) {
-    if (req->op == IoOp::kWrite) {
-      // The generation stamped into the block when it was prepared.
-      uint64_t generation;
-      std::memcpy(&generation, req->buffer + 24, sizeof(generation));
-      const bool whole = static_cast<uint32_t>(req->result) == req->length;
-      verify_table_[req->block] = whole ? static_cast<uint32_t>(generation) & kGenerationMask : 0;
-    } else if (req->op == IoOp::kTrim) {
-      verify_table_[req->block] = 0;  // content undefined after a discard
-    } else if (static_cast<uint32_t>(req->result) == req->length) {
-      CheckRead(*req);
+    const bool whole = static_cast<uint32_t>(req->result) == req->length;
+    if (req->op == IoOp::kRead) {
+      if (whole) CheckRead(*req);
+    } else {
+      // A write's generation is the one stamped into it when it was prepared.
+      uint64_t generation = 0;
+      if (req->op == IoOp::kWrite) std::memcpy(&generation, req->buffer + 24, sizeof(generation));
+      RecordBlockState(*req, whole, static_cast<uint32_t>(generation));
     }
   }
   if (req->verify_phase) {
@@ -644,6 +755,21 @@ void JobRunner::Loop(E& engine) {
   }
 }
 
+// verify_only: walks the main phase's I/O sequence without issuing any of
+// it, leaving the verify table as a finished run of the same job leaves it
+// (every I/O whole, in sequence order: I/Os to one block never overlap).
+void JobRunner::Replay() {
+  replaying_ = true;
+  IoRequest* req = free_.back();
+  while (NextRequest(req)) {
+    MarkIssued(req);
+    if (!IsData(req->op)) continue;
+    verify_table_[req->block] &= ~kInFlight;
+    RecordBlockState(*req, true, write_generation_);
+  }
+  replaying_ = false;
+}
+
 template <class E>
 void JobRunner::RunPhase(E& engine, Phase phase) {
   phase_ = phase;
@@ -671,8 +797,12 @@ Status JobRunner::Run() {
   if (spec_.ramp_ns == 0) BeginMeasuring();
 
   auto run = [&](auto& engine) {
-    RunPhase(engine, Phase::kMain);
-    if (result_->error == 0 && spec_.end_fsync && spec_.Does(Dir::kWrite)) {
+    if (spec_.verify_only) {
+      Replay();
+    } else {
+      RunPhase(engine, Phase::kMain);
+    }
+    if (result_->error == 0 && spec_.end_fsync && spec_.Does(Dir::kWrite) && !spec_.verify_only) {
       const uint64_t t0 = MonotonicNs();
       int ret = fsync(target_.fd());
       now_ = MonotonicNs();
@@ -697,7 +827,8 @@ Status JobRunner::Run() {
       SnapshotUsage(true);
     }
     result_->elapsed_ns = main_end - start_ns_;
-    if (verify_ && spec_.do_verify && write_generation_ != 0 && result_->error == 0) {
+    const bool read_back = spec_.do_verify || spec_.verify_only;
+    if (verify_ && read_back && write_generation_ != 0 && result_->error == 0) {
       // As fio: sync and drop the page cache so the reads reach the device.
       fsync(target_.fd());
       posix_fadvise(target_.fd(), 0, 0, POSIX_FADV_DONTNEED);

@@ -7,7 +7,10 @@
 // full, waiting for iodepth_batch_complete_min and taking at most
 // iodepth_batch_complete_max; rate caps and thinktime wait for everything in
 // flight before sleeping (fio's quiesce). A verify job then reads back what
-// it wrote.
+// it wrote; with trim_backlog it also trims some of the blocks it wrote (each
+// then reads back as zeros, or as trim_verify_zero=0 allows), and with
+// verify_only it issues nothing and replays its I/O sequence to know what a
+// finished run left on the target.
 //
 // Nothing is allocated per I/O; the clock is read once per batch of events
 // (after a commit, after a reap, after a synchronous I/O).
@@ -75,10 +78,16 @@ class JobRunner {
   template <class E>
   void RunPhase(E& engine, Phase phase);
   bool NextRequest(IoRequest* req);
+  bool NextTrim(IoRequest* req);
+  void MaybeQueueForTrim(uint64_t block);
+  void Replay();
+  void RecordBlockState(const IoRequest& req, bool whole, uint32_t generation);
   bool BlockBusy(const IoRequest& req) const;
   void MarkIssued(IoRequest* req);
   void Complete(IoRequest* req, uint64_t now_ns);
   void CheckRead(const IoRequest& req);
+  void CheckTrimmedRead(const IoRequest& req, uint32_t generation);
+  void RecordMismatch(const VerifyMismatch& m);
   void OnBatchDone(uint64_t now_ns);
   void BeginMeasuring();
   void TakeBwSample(uint64_t now_ns);
@@ -130,12 +139,22 @@ class JobRunner {
   bool last_issued_write_ = false;
   uint64_t completed_since_think_ = 0;
   // Verify: per block, the generation of the last completed write of this
-  // job (0 = none) and kInFlight while an I/O to it is in flight.
+  // job (0 = none), kTrimmed once a trim of it completed (until the next
+  // write) and kInFlight while an I/O to it is in flight.
   bool verify_ = false;
+  bool replaying_ = false;  // verify_only: walking the sequence, issuing nothing
   uint64_t verify_block_bytes_ = 0;
   std::vector<uint32_t> verify_table_;
   uint32_t write_generation_ = 0;
   uint64_t verify_cursor_ = 0;  // next block to read back in the verify phase
+  // Verify trims (trim_percentage, trim_backlog): blocks waiting to be
+  // trimmed, a ring, oldest first; allocated once.
+  std::vector<uint64_t> trim_queue_;
+  uint64_t trim_queue_head_ = 0;
+  uint64_t trim_queue_size_ = 0;
+  uint64_t trim_state_ = 0;          // random stream picking the writes to trim
+  uint32_t writes_since_trims_ = 0;  // writes since the last trim batch began
+  uint32_t trim_batch_left_ = 0;     // trims still to issue in this batch
   // State of the bandwidth sampler: totals at the previous sample.
   uint64_t sample_start_ns_ = 0;
   uint64_t sample_bytes_[kNumDirs] = {};

@@ -113,8 +113,9 @@ struct JobSpec {
   // Per direction: alignment of random offsets in bytes (0 = the direction's
   // smallest block size).
   std::array<uint64_t, kNumDirs> blockalign{};
-  uint64_t size = 0;    // bytes of the region; 0 = to end of file
-  uint64_t offset = 0;  // bytes; start of the region
+  uint64_t size = 0;     // bytes of the region; 0 = to end of file
+  uint64_t offset = 0;   // bytes; start of the region
+  uint64_t io_size = 0;  // bytes to issue; 0 = the region's size (fio's io_size)
   uint32_t numjobs = 1;
   uint32_t clone = 0;                       // which of the numjobs clones this is (0-based)
   uint32_t iodepth = 1;                     // I/Os in flight (1 for sync engines)
@@ -154,8 +155,17 @@ struct JobSpec {
   bool cgroup_nodelete = false;
   uint64_t log_interval_ns = 0;  // time series interval (blkgen_log_interval)
   VerifyKind verify = VerifyKind::kNone;
-  bool do_verify = true;    // read back what was written after the writes
-  std::string write_iolog;  // fio iolog (version 2) of the I/Os issued; empty = none
+  bool do_verify = true;     // read back what was written after the writes
+  bool verify_only = false;  // replay the I/O sequence without issuing it, then verify
+  // Trims in a verify job (fio's verify-trim): trim_percentage % of the
+  // writes put their block on a trim queue; after every trim_backlog writes,
+  // up to trim_backlog_batch (0 = trim_backlog) queued blocks are trimmed,
+  // oldest first. trim_backlog = 0: no trims.
+  uint32_t trim_percentage = 0;     // 0..100
+  uint32_t trim_backlog = 0;        // writes between trim batches
+  uint32_t trim_backlog_batch = 0;  // trims per batch; 0 = trim_backlog
+  bool trim_verify_zero = true;     // a trimmed block must read back as zeros
+  std::string write_iolog;          // fio iolog (version 2) of the I/Os issued; empty = none
 
   // Options set for this job (not inherited from global), in the order
   // given; a repeated option keeps its first position and its last value.
@@ -164,6 +174,14 @@ struct JobSpec {
   std::string EffectiveFilename() const;
   const RwModeInfo& mode() const { return InfoFor(rw); }
   bool Does(Dir d) const { return (mode().dir_mask & DirBit(d)) != 0; }
+  // True if the job trims blocks it wrote (verify with trim_percentage and
+  // trim_backlog), whatever its rw= mode.
+  bool TrimsWrittenBlocks() const {
+    return verify != VerifyKind::kNone && Does(Dir::kWrite) && trim_percentage != 0 &&
+           trim_backlog != 0;
+  }
+  // Directions the job issues: its mode's, and trims of written blocks.
+  bool Issues(Dir d) const { return Does(d) || (d == Dir::kTrim && TrimsWrittenBlocks()); }
   // The smallest and largest block size of direction `d` (bssplit or bs).
   uint64_t MinBs(Dir d) const;
   uint64_t MaxBs(Dir d) const;

@@ -135,6 +135,14 @@ Json SettingsJson(const JobSpec& spec, const JobResult& r) {
   s["prioclass"] = spec.prioclass ? Json(*spec.prioclass) : Json(nullptr);
   s["prio"] = spec.prio ? Json(*spec.prio) : Json(nullptr);
   s["verify"] = spec.verify == VerifyKind::kCrc32c ? "crc32c" : "0";
+  s["do_verify"] = spec.do_verify;
+  s["verify_only"] = spec.verify_only;
+  s["trim_percentage"] = spec.trim_percentage;
+  s["trim_backlog"] = spec.trim_backlog;
+  s["trim_backlog_batch"] =
+      spec.trim_backlog_batch != 0 ? spec.trim_backlog_batch : spec.trim_backlog;
+  s["trim_verify_zero"] = spec.trim_verify_zero;
+  s["io_size"] = spec.io_size;
   s["log_interval_ns"] = spec.log_interval_ns;
   return s;
 }
@@ -149,7 +157,7 @@ Json SeriesJson(const JobSpec& spec, const JobResult& r, std::span<const SeriesP
   for (size_t i = 0; i < n; ++i) t.push_back(points[i].end_ns);
   j["end_ns"] = std::move(t);
   for (int d = 0; d < kNumDirs; ++d) {
-    if (!spec.Does(static_cast<Dir>(d))) continue;
+    if (!spec.Issues(static_cast<Dir>(d))) continue;
     Json iops = Json::array(), bw = Json::array(), p50 = Json::array(), p99 = Json::array();
     uint64_t prev_end = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -191,11 +199,18 @@ Json VerifyJson(const JobSpec& spec, const VerifyResult& v) {
   j["unchecked"] = v.unchecked;
   j["verify_phase_reads"] = v.verify_reads;
   j["verify_phase_ns"] = v.verify_phase_ns;
+  Json trimmed;
+  trimmed["checked"] = v.trimmed_checked;
+  trimmed["zeros"] = v.trimmed_zeros;
+  trimmed["ones"] = v.trimmed_ones;
+  trimmed["unchanged"] = v.trimmed_unchanged;
+  j["trimmed"] = std::move(trimmed);
   Json list = Json::array();
   for (uint32_t i = 0; i < v.recorded; ++i) {
     const VerifyMismatch& m = v.first[i];
     Json e;
     e["offset"] = m.offset;
+    e["trimmed"] = m.trimmed;
     e["expected"] = IdentityJson(m.expected, m.writer_checked);
     e["found"] = IdentityJson(m.found, true);
     list.push_back(std::move(e));

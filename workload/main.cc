@@ -113,15 +113,24 @@ int Main(int argc, char** argv) {
       for (uint32_t k = 0; k < v.recorded; ++k) {
         const VerifyMismatch& m = v.first[k];
         std::fprintf(stderr,
-                     "blkgen: job '%s': verify mismatch at offset %llu: expected magic=%#x "
-                     "offset=%llu length=%u crc32c=%#x",
-                     cl.jobs[i].name.c_str(), static_cast<unsigned long long>(m.offset),
-                     m.expected.magic, static_cast<unsigned long long>(m.expected.offset),
-                     m.expected.length, m.expected.crc32c);
+                     "blkgen: job '%s': verify mismatch at offset %llu: ", cl.jobs[i].name.c_str(),
+                     static_cast<unsigned long long>(m.offset));
+        // A trimmed block: zeros were expected (trim_verify_zero=0: or ones or
+        // the block as written before the trim, which `expected` describes).
+        if (m.trimmed) {
+          std::fprintf(stderr, "trimmed block, expected zeros%s",
+                       cl.jobs[i].trim_verify_zero ? " (before the trim: " : ", ones or ");
+        } else {
+          std::fprintf(stderr, "expected ");
+        }
+        std::fprintf(stderr, "magic=%#x offset=%llu length=%u crc32c=%#x", m.expected.magic,
+                     static_cast<unsigned long long>(m.expected.offset), m.expected.length,
+                     m.expected.crc32c);
         if (m.writer_checked) {
           std::fprintf(stderr, " job=%u generation=%llu", m.expected.job,
                        static_cast<unsigned long long>(m.expected.generation));
         }
+        if (m.trimmed && cl.jobs[i].trim_verify_zero) std::fputc(')', stderr);
         std::fprintf(
             stderr, "; found magic=%#x offset=%llu length=%u crc32c=%#x job=%u generation=%llu\n",
             m.found.magic, static_cast<unsigned long long>(m.found.offset), m.found.length,

@@ -213,6 +213,13 @@ std::string FormatNormalReport(const CommandLine& cl, const RunData& run) {
               static_cast<unsigned long long>(r.verify.checked),
               static_cast<unsigned long long>(r.verify.mismatches),
               static_cast<unsigned long long>(r.verify.unchecked));
+      if (r.verify.trimmed_checked > 0) {
+        Appendf(&out, "  trimmed read : checked=%llu, zeros=%llu, ones=%llu, unchanged=%llu\n",
+                static_cast<unsigned long long>(r.verify.trimmed_checked),
+                static_cast<unsigned long long>(r.verify.trimmed_zeros),
+                static_cast<unsigned long long>(r.verify.trimmed_ones),
+                static_cast<unsigned long long>(r.verify.trimmed_unchanged));
+      }
     }
     const LatencyShares lat = ComputeLatencyShares(r);
     ShareLines(&out, "nsec", LatencyShares::kNsKeys, lat.ns);

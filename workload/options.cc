@@ -190,6 +190,8 @@ Status ApplySize(std::string_view v, JobSpec* job) { return ParseSize(v, &job->s
 
 Status ApplyOffset(std::string_view v, JobSpec* job) { return ParseSize(v, &job->offset); }
 
+Status ApplyIoSize(std::string_view v, JobSpec* job) { return ParseSize(v, &job->io_size); }
+
 Status ApplyNumjobs(std::string_view v, JobSpec* job) {
   return ParseRangeAs(v, 1, kMaxNumjobs, &job->numjobs);
 }
@@ -461,6 +463,24 @@ Status ApplyVerify(std::string_view v, JobSpec* job) {
 
 Status ApplyDoVerify(std::string_view v, JobSpec* job) { return ParseBool(v, &job->do_verify); }
 
+Status ApplyVerifyOnly(std::string_view v, JobSpec* job) { return ParseBool(v, &job->verify_only); }
+
+Status ApplyTrimPercentage(std::string_view v, JobSpec* job) {
+  return ParsePercent(v, &job->trim_percentage);
+}
+
+Status ApplyTrimBacklog(std::string_view v, JobSpec* job) {
+  return ParseRangeAs(v, 0, UINT32_MAX, &job->trim_backlog);
+}
+
+Status ApplyTrimBacklogBatch(std::string_view v, JobSpec* job) {
+  return ParseRangeAs(v, 0, UINT32_MAX, &job->trim_backlog_batch);
+}
+
+Status ApplyTrimVerifyZero(std::string_view v, JobSpec* job) {
+  return ParseBool(v, &job->trim_verify_zero);
+}
+
 Status ApplyWriteIolog(std::string_view v, JobSpec* job) {
   if (v.empty()) return Status::Usage("file name must not be empty");
   job->write_iolog = std::string(v);
@@ -468,7 +488,7 @@ Status ApplyWriteIolog(std::string_view v, JobSpec* job) {
 }
 
 // The option table: fio's names and defaults unless marked blkgen's own.
-constexpr std::array<OptionDef, 53> kJobOptions = {{
+constexpr std::array<OptionDef, 59> kJobOptions = {{
     {"name", "", "job name; starts a new job", false, ApplyName},
     {"filename", "", "file or block device (default: <name>.<clone>.0)", false, ApplyFilename},
     {"rw", "read",
@@ -490,6 +510,8 @@ constexpr std::array<OptionDef, 53> kJobOptions = {{
     {"size", "", "bytes of I/O region and of I/O (default: to end of file/device)", false,
      ApplySize},
     {"offset", "0", "bytes; start of the I/O region", false, ApplyOffset},
+    {"io_size", "", "bytes of I/O to issue within the region (default: size)", false, ApplyIoSize},
+    {"io_limit", "", "alias of io_size", false, ApplyIoSize},
     {"numjobs", "1", "clones of this job, 1..4096 (files <name>.<clone>.0)", false, ApplyNumjobs},
     {"iodepth", "1", "I/Os in flight, 1..65536 (1 for psync)", false, ApplyIodepth},
     {"iodepth_batch_submit", "1", "I/Os per submit call; 0 = iodepth", false, ApplyBatchSubmit},
@@ -560,13 +582,26 @@ constexpr std::array<OptionDef, 53> kJobOptions = {{
      false, ApplyVerify},
     {"do_verify", "1", "0 | 1; read back what a verify job wrote after its writes", false,
      ApplyDoVerify},
+    {"verify_only", "0",
+     "0 | 1; issue nothing, replay the job's I/O sequence to know what it wrote, "
+     "then read it back and check it",
+     true, ApplyVerifyOnly},
+    {"trim_percentage", "0", "% of a verify job's written blocks queued for trimming, 0..100",
+     false, ApplyTrimPercentage},
+    {"trim_backlog", "0", "verify jobs: trim queued blocks after every N writes; 0 = never", false,
+     ApplyTrimBacklog},
+    {"trim_backlog_batch", "0", "blocks trimmed per trim_backlog; 0 = trim_backlog", false,
+     ApplyTrimBacklogBatch},
+    {"trim_verify_zero", "1",
+     "0 | 1; a trimmed block must read back as zeros (0: as zeros, ones or its last data)", false,
+     ApplyTrimVerifyZero},
     {"write_iolog", "", "write the I/Os issued as a fio iolog (version 2, no timestamps)", false,
      ApplyWriteIolog},
 }};
 
 // fio options blkgen is meant to take but does not implement; refused with
 // a message saying so rather than "unknown".
-constexpr std::array<std::string_view, 18> kNotYetSupported = {
+constexpr std::array<std::string_view, 17> kNotYetSupported = {
     "stonewall",
     "new_group",
     "thread",
@@ -575,7 +610,6 @@ constexpr std::array<std::string_view, 18> kNotYetSupported = {
     "clat_percentiles",
     "iodepth_low",
     "loops",
-    "io_size",
     "thinktime_spin",
     "thinktime_blocks_type",
     "thinktime_iotime",
@@ -784,6 +818,39 @@ Status FinishJob(const std::vector<const std::vector<GivenOption>*>& layers, Job
       }
     }
     if (block != 0 && block < 64) return usage("verify needs bs of at least 64 bytes");
+  }
+  if (job->io_size != 0) {
+    for (int d = 0; d < kNumDirs; ++d) {
+      const Dir dir = static_cast<Dir>(d);
+      if (job->Does(dir) && job->io_size < job->MinBs(dir)) {
+        return usage("io_size=" + std::to_string(job->io_size) +
+                     " is smaller than the block size " + std::to_string(job->MinBs(dir)));
+      }
+    }
+  }
+
+  // Trims of a verify job's written blocks (fio's verify-trim).
+  const bool trim_options = job->trim_percentage != 0 || job->trim_backlog != 0;
+  if (trim_options) {
+    if (job->verify == VerifyKind::kNone) {
+      note("trim_percentage/trim_backlog have no effect without verify= (as fio)");
+    } else if (!job->Does(Dir::kWrite)) {
+      note("trim_percentage/trim_backlog have no effect: the job does not write");
+    } else if (job->trim_backlog == 0) {
+      note("trim_percentage has no effect without trim_backlog (as fio)");
+    } else if (job->trim_percentage == 0) {
+      note("trim_backlog has no effect without trim_percentage");
+    }
+  }
+  if (job->verify_only) {
+    if (job->verify == VerifyKind::kNone || !job->Does(Dir::kWrite)) {
+      return usage("verify_only needs verify= and a job that writes");
+    }
+    if (job->time_based) return usage("verify_only cannot replay a time_based job (as fio)");
+    if (job->runtime_ns != 0) {
+      note("runtime has no effect with verify_only: the whole sequence is replayed");
+    }
+    if (!job->do_verify) note("verify_only verifies: do_verify=0 has no effect");
   }
   return Status::Ok();
 }

@@ -68,6 +68,12 @@ void ExpectSameJob(const JobSpec& got, const JobSpec& want, const char* label) {
   EXPECT_EQ(got.log_interval_ns, want.log_interval_ns);
   EXPECT_EQ(got.verify, want.verify);
   EXPECT_EQ(got.do_verify, want.do_verify);
+  EXPECT_EQ(got.verify_only, want.verify_only);
+  EXPECT_EQ(got.trim_percentage, want.trim_percentage);
+  EXPECT_EQ(got.trim_backlog, want.trim_backlog);
+  EXPECT_EQ(got.trim_backlog_batch, want.trim_backlog_batch);
+  EXPECT_EQ(got.trim_verify_zero, want.trim_verify_zero);
+  EXPECT_EQ(got.io_size, want.io_size);
   EXPECT_EQ(got.write_iolog, want.write_iolog);
 }
 
@@ -115,6 +121,12 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(d.norandommap);
   EXPECT_TRUE(d.do_verify);
   EXPECT_EQ(d.verify, VerifyKind::kNone);
+  EXPECT_FALSE(d.verify_only);
+  EXPECT_EQ(d.trim_percentage, 0u);
+  EXPECT_EQ(d.trim_backlog, 0u);
+  EXPECT_EQ(d.trim_backlog_batch, 0u);
+  EXPECT_TRUE(d.trim_verify_zero);  // fio's default
+  EXPECT_EQ(d.io_size, 0u);
   EXPECT_EQ(d.distribution.kind, DistKind::kRandom);
   EXPECT_EQ(d.log_interval_ns, 100000000u);  // blkgen_log_interval
 }
@@ -329,6 +341,30 @@ TEST(OptionsTest, SingleJobTable) {
          j->do_verify = false;
          j->write_iolog = "/tmp/x.log";
        }},
+      {"verify with trims, io_size",
+       {"--name=t", "--rw=randwrite", "--size=1g", "--io_size=3g", "--verify=crc32c",
+        "--trim_percentage=20", "--trim_backlog=64", "--trim_backlog_batch=8",
+        "--trim_verify_zero=0"},
+       [](JobSpec* j) {
+         j->name = "t";
+         j->rw = RwMode::kRandWrite;
+         j->size = 1ULL << 30;
+         j->io_size = 3ULL << 30;
+         j->verify = VerifyKind::kCrc32c;
+         j->trim_percentage = 20;
+         j->trim_backlog = 64;
+         j->trim_backlog_batch = 8;
+         j->trim_verify_zero = false;
+       }},
+      {"verify_only, io_limit",
+       {"--name=o", "--rw=write", "--io_limit=64m", "--verify=crc32c", "--verify_only"},
+       [](JobSpec* j) {
+         j->name = "o";
+         j->rw = RwMode::kWrite;
+         j->io_size = 64ULL << 20;
+         j->verify = VerifyKind::kCrc32c;
+         j->verify_only = true;
+       }},
   };
   for (const ParseCase& c : cases) {
     CommandLine cl;
@@ -441,6 +477,15 @@ TEST(OptionsTest, ErrorsNameTheOption) {
       {{"--name=a", "--verify=crc32c", "--rw=write", "--bssplit=4k/50:8k/50"}, "bssplit"},
       {{"--name=a", "--verify=crc32c", "--rw=randwrite", "--ba=1k"}, "multiple of bs"},
       {{"--name=a", "--size=1k", "--bs=4k"}, "smaller than the block size"},
+      {{"--name=a", "--io_size=1k", "--bs=4k"}, "io_size=1024 is smaller"},
+      {{"--name=a", "--trim_percentage=101"}, "trim_percentage"},
+      {{"--name=a", "--trim_backlog=-1"}, "trim_backlog"},
+      {{"--name=a", "--trim_verify_zero=2"}, "trim_verify_zero"},
+      {{"--name=a", "--rw=write", "--verify_only"}, "verify_only needs verify="},
+      {{"--name=a", "--rw=read", "--verify=crc32c", "--verify_only"}, "verify_only needs"},
+      {{"--name=a", "--rw=write", "--verify=crc32c", "--verify_only", "--runtime=1",
+        "--time_based"},
+       "time_based"},
       {{"--name=a", "--write_iolog=/tmp/l", "--numjobs=2"}, "several jobs"},
       {{"--name=a", "--write_iolog=/tmp/l", "--name=b", "--write_iolog=/tmp/l"}, "several jobs"},
       {{"--name=a", "--bs=0"}, "bs"},
@@ -479,6 +524,17 @@ TEST(OptionsTest, NotesForFioAdjustments) {
       {{"--name=a", "--rw=read", "--fsync=4"}, "does not write"},
       {{"--name=a", "--thinktime_blocks=4"}, "without thinktime"},
       {{"--name=a", "--randseed=1", "--randrepeat=0"}, "randrepeat has no effect"},
+      {{"--name=a", "--rw=write", "--trim_percentage=10", "--trim_backlog=8"}, "without verify="},
+      {{"--name=a", "--rw=read", "--verify=crc32c", "--trim_percentage=10", "--trim_backlog=8"},
+       "does not write"},
+      {{"--name=a", "--rw=write", "--verify=crc32c", "--trim_percentage=10"},
+       "without trim_backlog"},
+      {{"--name=a", "--rw=write", "--verify=crc32c", "--trim_backlog=10"},
+       "without trim_percentage"},
+      {{"--name=a", "--rw=write", "--verify=crc32c", "--verify_only", "--runtime=1"},
+       "runtime has no effect"},
+      {{"--name=a", "--rw=write", "--verify=crc32c", "--verify_only", "--do_verify=0"},
+       "do_verify=0 has no effect"},
   };
   for (const auto& c : cases) {
     CommandLine cl;

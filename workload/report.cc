@@ -144,6 +144,10 @@ void MergeInto(JobResult* dst, const JobResult& src) {
   v.mismatches += src.verify.mismatches;
   v.unchecked += src.verify.unchecked;
   v.verify_reads += src.verify.verify_reads;
+  v.trimmed_checked += src.verify.trimmed_checked;
+  v.trimmed_zeros += src.verify.trimmed_zeros;
+  v.trimmed_ones += src.verify.trimmed_ones;
+  v.trimmed_unchanged += src.verify.trimmed_unchanged;
   v.verify_phase_ns = std::max(v.verify_phase_ns, src.verify.verify_phase_ns);
   for (uint32_t i = 0; i < src.verify.recorded && v.recorded < kMaxVerifyMismatches; ++i) {
     v.first[v.recorded++] = src.verify.first[i];

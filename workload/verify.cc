@@ -68,6 +68,8 @@ T Get(const uint8_t* p) {
   return v;
 }
 
+}  // namespace
+
 BlockIdentity ReadHeader(const uint8_t* buf) {
   BlockIdentity h;
   h.magic = Get<uint32_t>(buf + 0);
@@ -78,8 +80,6 @@ BlockIdentity ReadHeader(const uint8_t* buf) {
   h.generation = Get<uint64_t>(buf + 24);
   return h;
 }
-
-}  // namespace
 
 uint32_t Crc32c(const uint8_t* data, size_t n) {
   const uint32_t crc = HaveSse42() ? Crc32cHw(~0u, data, n) : Crc32cTable(~0u, data, n);
@@ -115,6 +115,20 @@ bool CheckBlock(const uint8_t* buf, uint32_t length, const BlockIdentity& expect
   }
   *found = h;
   return false;
+}
+
+TrimmedContent ClassifyTrimmed(const uint8_t* buf, uint32_t length, const BlockIdentity& written) {
+  auto all = [&](uint8_t byte) {
+    // The first byte against `byte`, then every byte against its predecessor.
+    return buf[0] == byte && std::memcmp(buf, buf + 1, length - 1) == 0;
+  };
+  if (all(0x00)) return TrimmedContent::kZeros;
+  if (all(0xff)) return TrimmedContent::kOnes;
+  if (written.generation != 0) {
+    BlockIdentity want, found;
+    if (CheckBlock(buf, length, written, true, &want, &found)) return TrimmedContent::kUnchanged;
+  }
+  return TrimmedContent::kOther;
 }
 
 }  // namespace blkgen

@@ -33,6 +33,10 @@ struct BlockIdentity {
   uint64_t generation = 0;
 };
 
+// The header of the block at `buf` as it is stored (crc32c: the stored one).
+// REQUIRES: kVerifyHeaderBytes readable at buf.
+BlockIdentity ReadHeader(const uint8_t* buf);
+
 // Writes the header of a block of `length` bytes at `buf` (the rest of the
 // block is left as it is) and its CRC. REQUIRES: length >= kVerifyHeaderBytes.
 void StampBlock(uint8_t* buf, uint32_t length, uint64_t offset, uint32_t job, uint64_t generation);
@@ -43,6 +47,22 @@ void StampBlock(uint8_t* buf, uint32_t length, uint64_t offset, uint32_t job, ui
 // expected_out->crc32c) and returns false.
 bool CheckBlock(const uint8_t* buf, uint32_t length, const BlockIdentity& expected,
                 bool check_writer, BlockIdentity* expected_out, BlockIdentity* found);
+
+// What a block read back after a trim holds. A device may deallocate it
+// (NVMe DLFEAT 001b: zeros, 010b: ones) or keep it as it was (a Dataset
+// Management deallocate is advisory; ATA's deterministic TRIM promises only
+// the same data on every read).
+enum class TrimmedContent : uint8_t {
+  kZeros,      // every byte 0x00
+  kOnes,       // every byte 0xff
+  kUnchanged,  // the block as last written: `written` checks out
+  kOther,      // anything else
+};
+
+// Classifies the block read into `buf` after a trim of a block last written
+// as `written` (offset, job, generation; generation 0 = unknown, so never
+// kUnchanged). REQUIRES: length >= kVerifyHeaderBytes.
+TrimmedContent ClassifyTrimmed(const uint8_t* buf, uint32_t length, const BlockIdentity& written);
 
 }  // namespace blkgen
 

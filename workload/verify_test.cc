@@ -70,5 +70,53 @@ TEST(VerifyTest, StampedBlockChecksAndEveryChangeShows) {
   EXPECT_EQ(want.offset, 0u);
 }
 
+TEST(VerifyTest, TrimmedBlockContent) {
+  std::vector<uint8_t> block(4096);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 13 + 1);
+  StampBlock(block.data(), 4096, 4096, 2, 9);
+  BlockIdentity written;
+  written.offset = 4096;
+  written.job = 2;
+  written.generation = 9;
+  EXPECT_EQ(ClassifyTrimmed(block.data(), 4096, written), TrimmedContent::kUnchanged);
+
+  std::vector<uint8_t> zeros(4096, 0x00), ones(4096, 0xff);
+  EXPECT_EQ(ClassifyTrimmed(zeros.data(), 4096, written), TrimmedContent::kZeros);
+  EXPECT_EQ(ClassifyTrimmed(ones.data(), 4096, written), TrimmedContent::kOnes);
+  // Almost zeros: one byte set, first or last.
+  zeros[0] = 1;
+  EXPECT_EQ(ClassifyTrimmed(zeros.data(), 4096, written), TrimmedContent::kOther);
+  zeros[0] = 0;
+  zeros[4095] = 1;
+  EXPECT_EQ(ClassifyTrimmed(zeros.data(), 4096, written), TrimmedContent::kOther);
+  ones[100] = 0xfe;
+  EXPECT_EQ(ClassifyTrimmed(ones.data(), 4096, written), TrimmedContent::kOther);
+
+  // An older write of the block is not "unchanged": the trim came after
+  // generation 10.
+  BlockIdentity later = written;
+  later.generation = 10;
+  EXPECT_EQ(ClassifyTrimmed(block.data(), 4096, later), TrimmedContent::kOther);
+  // Nor is a good block when the content before the trim is unknown.
+  BlockIdentity unknown = written;
+  unknown.generation = 0;
+  EXPECT_EQ(ClassifyTrimmed(block.data(), 4096, unknown), TrimmedContent::kOther);
+  // Nor a damaged one.
+  block[2000] ^= 4;
+  EXPECT_EQ(ClassifyTrimmed(block.data(), 4096, written), TrimmedContent::kOther);
+}
+
+TEST(VerifyTest, ReadHeaderReturnsTheStoredFields) {
+  std::vector<uint8_t> block(512, 0x5a);
+  StampBlock(block.data(), 512, 1 << 20, 7, 123456789012ULL);
+  const BlockIdentity h = ReadHeader(block.data());
+  EXPECT_EQ(h.magic, kVerifyMagic);
+  EXPECT_EQ(h.crc32c, Crc32c(block.data() + 8, 504));
+  EXPECT_EQ(h.offset, 1u << 20);
+  EXPECT_EQ(h.length, 512u);
+  EXPECT_EQ(h.job, 7u);
+  EXPECT_EQ(h.generation, 123456789012ULL);
+}
+
 }  // namespace
 }  // namespace blkgen
