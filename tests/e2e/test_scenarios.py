@@ -21,6 +21,8 @@ from conftest import REPO, cells_of, run_blklab
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
 # Scenarios whose short form attaches an ide-hd or ahci-hd device.
 NEEDS_IDE_GLUE = {"hdd-ncq-vs-sorting", "hdd-sorting-nr-requests"}
+# Scenarios whose short form another test runs and checks (once is enough).
+RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 
 _runs: dict[str, Path] = {}
 
@@ -63,7 +65,7 @@ def test_every_scenario_has_a_readme_and_a_short_form():
         assert (REPO / "scenarios" / f"{README_OF.get(name, name)}.md").exists(), name
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in RUN_ELSEWHERE])
 def test_short_form_expectations_hold(name, built, tmp_path_factory):
     run = short_run(name, tmp_path_factory)
     proc = run_blklab("check", str(run))
