@@ -176,6 +176,11 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             keep[f"{rel_dir}/{name}"] = (scratch / name).read_bytes()
         except FileNotFoundError:
             pass
+    # Usually empty: kept when QEMU said something (a warning, a sanitizer
+    # report in a sanitizer build).
+    stderr = config.stderr_log.read_bytes() if config.stderr_log.exists() else b""
+    if stderr:
+        keep[f"{rel_dir}/{config.stderr_log.name}"] = stderr
     for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "switches.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
@@ -201,7 +206,7 @@ def kernel_warnings(console: str) -> list[str]:
 
 # Names under which a cell's JSON refers to its kept files.
 KEPT_FILE_KEYS = {"console.log": "console_log", "cmdline.txt": "cmdline",
-                  "domain.xml": "domain_xml"}
+                  "domain.xml": "domain_xml", "qemu-stderr.log": "qemu_stderr"}
 
 
 def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:

@@ -50,7 +50,7 @@ class VMConfig:
     qemu: Path
     kernel: Path
     initrd: Path
-    workdir: Path  # console.log, results.bin and qmp.sock go here
+    workdir: Path  # console.log, qemu-stderr.log, results.bin and qmp.sock go here
     vcpus: int = 2
     memory_mib: int = 1024
     accel: str = "tcg"  # "tcg" or "kvm"
@@ -70,6 +70,12 @@ class VMConfig:
     @property
     def console_log(self) -> Path:
         return self.workdir / "console.log"
+
+    @property
+    def stderr_log(self) -> Path:
+        """QEMU's own stderr: its error messages and, in a sanitizer build,
+        the sanitizers' reports (whenever QEMU writes them, exit included)."""
+        return self.workdir / "qemu-stderr.log"
 
     @property
     def results_path(self) -> Path:
@@ -215,12 +221,22 @@ class VM:
                 p.unlink(missing_ok=True)
         (c.workdir / "cmdline.txt").write_text(shlex.join(self.cmd) + "\n")
         log.debug("launch: %s", shlex.join(self.cmd))
+        # A file rather than a pipe: what QEMU writes after the harness
+        # stops reading (at quit, at exit) is kept too.
         try:
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         preexec_fn=_die_with_parent)
+            with open(c.stderr_log, "wb") as stderr:
+                self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=stderr,
+                                             preexec_fn=_die_with_parent)
         except OSError as e:
             raise VMError(f"cannot start QEMU: {e}", self.cmd) from e
+
+    def read_stderr(self) -> str:
+        """What QEMU has written to its stderr so far."""
+        try:
+            return self.config.stderr_log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def console(self) -> str:
         try:
@@ -238,7 +254,7 @@ class VM:
         watch = ResultsWatch(self.config.results_path)
         while True:
             try:
-                _, err = self.proc.communicate(timeout=POLL_S)
+                self.proc.wait(timeout=POLL_S)
                 break
             except subprocess.TimeoutExpired:
                 pass
@@ -250,7 +266,7 @@ class VM:
                 self.shutdown()
                 raise VMError(f"guest did not finish within {timeout_s:g} s", self.cmd,
                               self.console())
-        self.stderr = err.decode(errors="replace")
+        self.stderr = self.read_stderr()
         self.returncode = self.proc.returncode
         if self.returncode != 0:
             raise VMError(f"QEMU exited with status {self.returncode}: {self.stderr.strip()}",
@@ -309,7 +325,7 @@ class VM:
             if action is not None:
                 action()
             try:
-                p.communicate(timeout=grace_s)
+                p.wait(timeout=grace_s)
                 return
             except subprocess.TimeoutExpired:
                 continue
