@@ -2,17 +2,26 @@
 # Builds qemu-system-x86_64, qemu-img and the disk qtests from Debian's qemu
 # source package plus the patches in qemu-patches/series, caches the result
 # in ${BLKLAB_CACHE:-~/.cache/blklab}/qemu/<key>/ and points build/qemu at it.
-# <key> hashes the source and firmware versions, the series, this script and
-# the libdevmodel sources QEMU links; a cached entry is reused without network
-# access.
+# <key> hashes the source and firmware versions, the series, this script, the
+# variant and the libdevmodel sources QEMU links; a cached entry is reused
+# without network access.
+#
+# With BLKLAB_QEMU_SANITIZE=1 it builds the sanitizer variant instead: QEMU
+# configured with --enable-sanitizers (AddressSanitizer and
+# UndefinedBehaviorSanitizer) and line tables, libdevmodel built with
+# -fsanitize=address,undefined, cached in ${BLKLAB_CACHE}/qemu-asan/<key>/
+# (its own key and lock) and linked as build/qemu-asan; build/qemu is not
+# touched. `make qemu-asan` runs it; `make test SANITIZE=1` tests with it.
 #
 # Usage: build-qemu.sh              build or reuse, then link build/qemu
+#                                   (build/qemu-asan for the sanitizer variant)
 #        build-qemu.sh --extract DIR
 #                                   unpack the patched source into DIR as a git
 #                                   tree (one commit per patch) and stop
 # Environment: BLKLAB_CACHE, BLKLAB_BUILD (default <repo>/build),
 #   BLKLAB_JOBS (default: nproc), BLKLAB_APT_REFRESH=1 (re-read the archive
-#   indices), BLKLAB_VERBOSE=1 (show configure and compiler output).
+#   indices), BLKLAB_VERBOSE=1 (show configure and compiler output),
+#   BLKLAB_QEMU_SANITIZE=1 (the sanitizer variant).
 set -euo pipefail
 
 # Debian's python3 and meson; the python3 first on PATH may be another build.
@@ -25,8 +34,22 @@ repo_root=$(dirname "$patch_dir")
 cache_root=$(realpath -m "${BLKLAB_CACHE:-$HOME/.cache/blklab}/qemu")
 link_dir=$(realpath -m "${BLKLAB_BUILD:-$repo_root/build}")
 jobs="${BLKLAB_JOBS:-$(nproc)}"
+# The apt directory and the downloads are shared by both variants; each
+# variant keeps its entries, work trees, logs and lock in entries_root.
 apt_dir="$cache_root/apt"
 download_dir="$cache_root/downloads"
+case ${BLKLAB_QEMU_SANITIZE:-0} in
+    0) variant=release
+       entries_root=$cache_root
+       link_name=qemu
+       version_tag="" ;;
+    1) variant=sanitize
+       entries_root=$(realpath -m "$cache_root/../qemu-asan")
+       link_name=qemu-asan
+       version_tag=", ASan+UBSan" ;;
+    *) printf 'build-qemu: error: BLKLAB_QEMU_SANITIZE must be 0 or 1\n' >&2
+       exit 1 ;;
+esac
 
 # Part of the cache key (this file is hashed). --prefix and --with-pkgversion
 # are added per build.
@@ -43,6 +66,20 @@ configure_flags=(
     --disable-werror
     --disable-debug-info
     --disable-install-blobs
+)
+# Added for the sanitizer variant. --enable-sanitizers is QEMU 7.2's configure
+# switch for -fsanitize=address and -fsanitize=undefined, each added only if
+# its probe builds. The UBSan probe never does with GCC 12: configure compiles
+# it with -Wall -Werror and its test program returns malloc'ed memory it never
+# wrote (-Werror=maybe-uninitialized), so -fsanitize=undefined is passed here;
+# check_sanitized stops the build if either is missing. -g1 gives reports
+# file:line without full debug info; frame pointers give ASan's fast unwinder
+# whole allocation and free stacks. UBSan stays recoverable in QEMU's code:
+# the runners set UBSAN_OPTIONS=halt_on_error=1 (tests/sanitizers.env).
+sanitize_configure_flags=(
+    --enable-sanitizers
+    "--extra-cflags=-fsanitize=undefined -g1 -fno-omit-frame-pointer"
+    --extra-ldflags=-fsanitize=undefined
 )
 build_targets=(
     qemu-system-x86_64
@@ -64,6 +101,15 @@ devmodel_cmake_flags=(
     -DCMAKE_BUILD_TYPE=Release
     -DBUILD_TESTING=OFF
     -DCMAKE_POSITION_INDEPENDENT_CODE=ON
+)
+# The sanitizer variant: BLKLAB_SANITIZE (CMakeLists.txt) instruments the
+# library with -fsanitize=address,undefined -fno-sanitize-recover=all, so UB
+# in the model aborts QEMU with its report; RelWithDebInfo for file:line.
+sanitize_devmodel_cmake_flags=(
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DBUILD_TESTING=OFF
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON
+    -DBLKLAB_SANITIZE=ON
 )
 # Firmware QEMU loads at run time, as package:path from Debian's binary
 # packages: SeaBIOS, the VGA BIOS, and the ROMs of the NICs "pc" and "q35"
@@ -259,7 +305,8 @@ compute_key() {
         } | sha256sum | cut -d' ' -f1)
     key=$(
         {
-            printf 'qemu %s\nseries %s\n' "$qemu_version" "$series_sha256"
+            printf 'qemu %s\nseries %s\nvariant %s\n' "$qemu_version" \
+                "$series_sha256" "$variant"
             printf 'devmodel %s\n' "$devmodel_sha256"
             firmware_list
             cat "$self"
@@ -269,9 +316,9 @@ compute_key() {
 point_link() {
     local entry=$1
     mkdir -p "$link_dir"
-    ln -sfn "$entry" "$link_dir/.qemu.$$"
-    mv -Tf "$link_dir/.qemu.$$" "$link_dir/qemu"
-    log "$link_dir/qemu -> $entry"
+    ln -sfn "$entry" "$link_dir/.$link_name.$$"
+    mv -Tf "$link_dir/.$link_name.$$" "$link_dir/$link_name"
+    log "$link_dir/$link_name -> $entry"
 }
 
 # Downloads (once) and unpacks the source with Debian's own patches applied.
@@ -346,19 +393,20 @@ write_manifest() {
         "$(firmware_list)" "$series_sha256:$devmodel_sha256" \
         "$(( $(date +%s) - started ))" \
         "$("$dest/bin/qemu-system-x86_64" --version | head -n1)" \
-        "$(series_patches)" -- "${all_flags[@]}" <<'EOF'
+        "$(series_patches)" "$variant" -- "${all_flags[@]}" <<'EOF'
 import datetime, json, os, sys
-path, key, qemu, firmware, hashes, secs, ver, patches = sys.argv[1:9]
+path, key, qemu, firmware, hashes, secs, ver, patches, variant = sys.argv[1:10]
 series, devmodel = hashes.split(":")
 manifest = {
     "schema_version": 1,
     "cache_key": key,
+    "variant": variant,
     "qemu_source": {"package": "qemu", "version": qemu},
     "series_sha256": series,
     "devmodel_sha256": devmodel,
     "series": [p for p in patches.split("\n") if p],
     "firmware_packages": dict(l.split("=", 1) for l in firmware.split("\n") if l),
-    "configure_flags": sys.argv[10:],
+    "configure_flags": sys.argv[11:],
     "qemu_version": ver,
     "build_seconds": int(secs),
     "built_at": datetime.datetime.now(datetime.timezone.utc)
@@ -384,9 +432,9 @@ on_build_exit() {
 build_entry() {
     local entry=$1 src bld stage started r
     started=$(date +%s)
-    work=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
-    build_log="$cache_root/logs/$key.log"
-    mkdir -p "$cache_root/logs"
+    work=$(mktemp -d "$entries_root/.build-$key.XXXXXX")
+    build_log="$entries_root/logs/$key.log"
+    mkdir -p "$entries_root/logs"
     : >"$build_log"
     trap on_build_exit EXIT
     src="$work/src" bld="$work/build" stage="$work/entry"
@@ -398,9 +446,12 @@ build_entry() {
     build_devmodel "$bld/devmodel-build" "$bld/devmodel"
 
     all_flags=(--prefix="$entry"
-               "--with-pkgversion=Debian $qemu_version, blklab ${series_sha256:0:12}"
+               "--with-pkgversion=Debian $qemu_version, blklab ${series_sha256:0:12}$version_tag"
                "--devmodel=$bld/devmodel"
                "${configure_flags[@]}")
+    if [[ $variant == sanitize ]]; then
+        all_flags+=("${sanitize_configure_flags[@]}")
+    fi
     log "configuring (log: $build_log)"
     mkdir -p "$bld"
     (cd "$bld" && run_logged "$src/configure" "${all_flags[@]}")
@@ -408,6 +459,9 @@ build_entry() {
     mkdir -p "$work/optionrom"
     run_logged make -C "$work/optionrom" -f "$src/debian/optionrom.mak" \
         SRC_PATH="$src" all
+    if [[ $variant == sanitize ]]; then
+        check_sanitized "$bld"
+    fi
     run_logged ninja -C "$bld" -j "$jobs" "${build_targets[@]}"
 
     mkdir -p "$stage/bin" "$stage/qtest" "$stage/share/qemu"
@@ -430,12 +484,24 @@ build_entry() {
     log "built $entry in $(( $(date +%s) - started )) s"
 }
 
+# configure turns each sanitizer on only if the compiler takes it; fail
+# instead of building a variant without one.
+check_sanitized() {
+    local bld=$1 s
+    for s in address undefined; do
+        grep -q -- "-fsanitize=$s" "$bld/build.ninja" ||
+            die "configure did not enable -fsanitize=$s (see $build_log)"
+    done
+}
+
 # Builds libdevmodel from the repository into the staging prefix $2
 # (include/devmodel/*.h, lib/libdevmodel.a), using $1 as the CMake build dir.
 build_devmodel() {
     local cbld=$1 prefix=$2
-    log "building libdevmodel (static, -fPIC) into $prefix"
-    run_logged cmake -S "$repo_root" -B "$cbld" -G Ninja "${devmodel_cmake_flags[@]}"
+    local flags=("${devmodel_cmake_flags[@]}")
+    [[ $variant != sanitize ]] || flags=("${sanitize_devmodel_cmake_flags[@]}")
+    log "building libdevmodel ($variant, static, -fPIC) into $prefix"
+    run_logged cmake -S "$repo_root" -B "$cbld" -G Ninja "${flags[@]}"
     run_logged cmake --build "$cbld" -j "$jobs" --target devmodel
     mkdir -p "$prefix/lib" "$prefix/include"
     install -m 0644 "$(find "$cbld" -name libdevmodel.a -print -quit)" "$prefix/lib/"
@@ -459,7 +525,7 @@ main() {
            script_args=(--extract "$extract") ;;
         *) die "usage: $0 [--extract DIR]" ;;
     esac
-    mkdir -p "$cache_root"
+    mkdir -p "$cache_root" "$entries_root"
     # apt-get source and download work in the current directory.
     cd "$cache_root"
     prepare_apt
@@ -470,14 +536,16 @@ main() {
     fi
     hash_devmodel
     compute_key
-    entry="$cache_root/$key"
+    entry="$entries_root/$key"
     if [[ ! -f $entry/manifest.json ]]; then
-        exec 9>"$cache_root/.lock"
+        exec 9>"$entries_root/.lock"
         flock 9
         if [[ ! -f $entry/manifest.json ]]; then
-            # Only one build runs at a time; left-overs are from killed builds.
-            rm -rf "$cache_root"/.build-* "$entry"
-            log "building qemu $qemu_version + series ${series_sha256:0:12} -> $entry"
+            # Only one build of a variant runs at a time; left-overs are from
+            # killed builds.
+            rm -rf "$entries_root"/.build-* "$entry"
+            log "building qemu $qemu_version + series ${series_sha256:0:12}" \
+                "($variant) -> $entry"
             build_entry "$entry"
         fi
     fi
