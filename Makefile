@@ -22,12 +22,23 @@ export BLKLAB_CACHE
 # Fuzzing (libFuzzer, clang) and sanitizer (ASan + UBSan) trees, apart from
 # the release tree: `make fuzz [FUZZ_SECONDS=N]` fuzzes each target N seconds;
 # `make test` runs each FUZZ_TEST_SECONDS from its corpus in tests/fuzz/;
-# `make test SANITIZE=1` also runs the C++ unit tests under the sanitizers.
+# `make test SANITIZE=1` also runs the C++ unit tests under the sanitizers,
+# builds the sanitizer QEMU (build/qemu-asan, `make qemu-asan`) and runs the
+# qtests and a short end-to-end scenario on it (test-sanitize-qemu).
 FUZZ_BUILD := $(BUILD)/cmake-fuzz
 ASAN_BUILD := $(BUILD)/cmake-asan
 FUZZ_TARGETS := devmodel_abi_fuzz devmodel_profile_fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_TEST_SECONDS ?= 40
+# Device fuzzing through qtest (tests/fuzz/qtest/): NVMe, AHCI and PIIX IDE
+# with a device model, on the QEMU in BLKLAB_QEMU_DIR (default build/qemu;
+# build/qemu-asan is the sanitizer build). `make test` runs the harness's
+# self-test, then each family's checked-in inputs and fuzzing for the rest
+# of its seconds here (NVMe 60 s, AHCI and PIIX IDE 60 s between them);
+# `make fuzz` fuzzes each family FUZZ_SECONDS as well.
+QTEST_FUZZ := $(PYTHON) tests/fuzz/qtest/qtest_fuzz.py
+QTEST_FUZZ_FAMILIES := nvme ahci ide
+QTEST_FUZZ_TEST_SECONDS ?= nvme:60 ahci:35 ide:25
 SANITIZE ?=
 
 # Every Debian package blklab needs to build, run and test.
@@ -43,7 +54,7 @@ DEB_PACKAGES := \
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e clean \
 	bench-deps bench-device bench-blkgen bench-determinism
-.PHONY: fuzz-build fuzz test-fuzz cmake-asan test-sanitize
+.PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
 
@@ -67,6 +78,10 @@ deps:
 
 qemu: deps
 	qemu-patches/build-qemu.sh
+
+# QEMU and libdevmodel with ASan and UBSan, cached apart (build/qemu-asan).
+qemu-asan: deps
+	BLKLAB_QEMU_SANITIZE=1 qemu-patches/build-qemu.sh
 
 cmake: deps
 	@if [ ! -f $(CMAKE_BUILD)/build.ninja ]; then \
@@ -94,7 +109,9 @@ scenario: qemu blkgen
 test: qemu images
 	$(MAKE) test-unit
 	$(MAKE) test-qtest
+	$(MAKE) test-qtest-fuzz
 	$(MAKE) test-e2e
+	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize-qemu)
 
 test-unit: cmake
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
@@ -118,6 +135,21 @@ test-fuzz: fuzz-build
 
 fuzz: fuzz-build
 	tests/fuzz/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	$(MAKE) fuzz-qtest
+
+# The patched QEMU's disk devices through qtest; needs `make qemu` (or
+# qemu-asan with BLKLAB_QEMU_DIR=build/qemu-asan). Every family runs even if
+# one fails; failing inputs are kept under build/fuzz/qtest/<family>/.
+test-qtest-fuzz:
+	$(QTEST_FUZZ) selftest
+	@status=0; for f in $(QTEST_FUZZ_TEST_SECONDS); do \
+	    $(QTEST_FUZZ) check $${f%%:*} $${f##*:} || status=1; \
+	done; exit $$status
+
+fuzz-qtest:
+	@status=0; for f in $(QTEST_FUZZ_FAMILIES); do \
+	    $(QTEST_FUZZ) fuzz $$f $(FUZZ_SECONDS) || status=1; \
+	done; exit $$status
 
 # devmodel and blkgen with -fsanitize=address,undefined (dynamic blkgen).
 cmake-asan: deps
@@ -134,6 +166,13 @@ test-sanitize: cmake-asan
 
 test-qtest:
 	tests/qtest/run-qtests.sh
+
+# The qtests and a short scenario (tests/e2e/test_sanitizers.py, skipped
+# without BLKLAB_SANITIZE_E2E=1) on the sanitizer QEMU; the runtime options and
+# the report lines that fail a run are in tests/sanitizers.env.
+test-sanitize-qemu: qemu-asan image
+	BLKLAB_QEMU_DIR=$(BUILD)/qemu-asan tests/qtest/run-qtests.sh
+	BLKLAB_SANITIZE_E2E=1 $(PYTHON) -m pytest -q tests/e2e/test_sanitizers.py
 
 # The slowest tests are listed so that the time budget can be watched.
 test-e2e:

@@ -11,13 +11,17 @@
 #   SUITE: ide ahci nvme virtio-serial blklab-nvme blklab-ide x86-cmpxchg
 #   (default: all).
 #   Prints one line per suite with its time and exits non-zero if any suite
-#   fails or runs no test.
-# Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QTEST_TIMEOUT
-#   (seconds per suite, default 600), BLKLAB_QTEST_KEEP_LOGS=1.
+#   fails, runs no test, or its log holds a sanitizer report.
+# Environment: BLKLAB_BUILD (default <repo>/build), BLKLAB_QEMU_DIR (the
+#   build to test, default $BLKLAB_BUILD/qemu; $BLKLAB_BUILD/qemu-asan is the
+#   sanitizer build of `make qemu-asan`), BLKLAB_QTEST_TIMEOUT (seconds per
+#   suite, default 600), BLKLAB_QTEST_KEEP_LOGS=1.
+#   For a sanitizer build (manifest.json "variant": "sanitize") ASAN_OPTIONS,
+#   LSAN_OPTIONS and UBSAN_OPTIONS default to tests/sanitizers.env.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-qemu_dir="${BLKLAB_BUILD:-$repo_root/build}/qemu"
+qemu_dir="${BLKLAB_QEMU_DIR:-${BLKLAB_BUILD:-$repo_root/build}/qemu}"
 timeout_s="${BLKLAB_QTEST_TIMEOUT:-600}"
 qos_bus=/x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus
 
@@ -27,6 +31,21 @@ if [[ ! -x $qemu_dir/bin/qemu-system-x86_64 ]]; then
 fi
 export QTEST_QEMU_BINARY="$qemu_dir/bin/qemu-system-x86_64"
 export QTEST_QEMU_IMG="$qemu_dir/bin/qemu-img"
+
+# Prints the value tests/sanitizers.env gives a variable.
+sanitizers_env() {
+    # shellcheck source=../sanitizers.env disable=SC2034
+    (BLKLAB_REPO=$repo_root && . "$repo_root/tests/sanitizers.env" && printf '%s' "${!1}")
+}
+report_re=$(sanitizers_env BLKLAB_SANITIZER_REPORT_RE)
+if grep -q '"variant": "sanitize"' "$qemu_dir/manifest.json" 2>/dev/null; then
+    ASAN_OPTIONS=${ASAN_OPTIONS:-$(sanitizers_env ASAN_OPTIONS)}
+    LSAN_OPTIONS=${LSAN_OPTIONS:-$(sanitizers_env LSAN_OPTIONS)}
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-$(sanitizers_env UBSAN_OPTIONS)}
+    export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+    echo "run-qtests: sanitizer build; ASAN_OPTIONS=$ASAN_OPTIONS" \
+        "LSAN_OPTIONS=$LSAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS"
+fi
 
 # Sets cmd to the qos-test command for the tests under a path, or to ()
 # if there are none. GLib's -p does not select qos-test's tests by suite
@@ -86,7 +105,14 @@ for s in "${suites[@]}"; do
     secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     passed=$(grep -c '^ok ' "$suite_log" || true)
     notok=$(grep -c '^not ok ' "$suite_log" || true)
-    if [[ $rc -ne 0 || $notok -ne 0 || $passed -eq 0 ]]; then
+    # QEMU's stderr and the test's own go to the suite log.
+    reports=$(grep -c -E "$report_re" "$suite_log" || true)
+    if [[ $reports -ne 0 ]]; then
+        failed=1
+        printf 'FAIL %-14s %6s s  %d passed, %d failed, exit %d, %d sanitizer report lines\n' \
+            "$s" "$secs" "$passed" "$notok" "$rc" "$reports"
+        grep -E -m 5 -A 30 "$report_re" "$suite_log" | sed 's/^/    /'
+    elif [[ $rc -ne 0 || $notok -ne 0 || $passed -eq 0 ]]; then
         failed=1
         printf 'FAIL %-14s %6s s  %d passed, %d failed, exit %d\n' \
             "$s" "$secs" "$passed" "$notok" "$rc"

@@ -1,0 +1,328 @@
+#!/usr/bin/python3
+"""blklab's device fuzzer: the patched QEMU's NVMe, AHCI and PIIX IDE with a
+device model attached, driven through qtest by a careless guest.
+
+An input (tests/fuzz/qtest/<family>/{corpus,regressions}/*.bin) is bytes: a
+header that picks the machine, profile and device options, then 24-byte
+records, one operation each (blkfuzz/fuzzinput.py; the operations are in
+blkfuzz/nvme.py, ahci.py, ide.py). The same bytes give the same operations.
+A run fails when QEMU dies by a signal, asserts or aborts, prints a sanitizer
+report, exits on its own, or does not answer a qtest command in --timeout s.
+
+  qtest_fuzz.py check FAMILY SECONDS   replay regressions and corpus, then
+                                       fuzz; fails on the first failure
+  qtest_fuzz.py fuzz FAMILY SECONDS    fuzz, keep going, minimise failures
+  qtest_fuzz.py run FAMILY FILE...     run inputs (--trace prints operations)
+  qtest_fuzz.py minimize FAMILY FILE OUT
+  qtest_fuzz.py distill FAMILY OUT FILE...   a small corpus from many inputs
+  qtest_fuzz.py selftest               the harness sees a crash, an abort,
+                                       a hang, and runs are reproducible
+
+FAMILY: nvme, ahci, ide. Output: build/fuzz/qtest/<family>/ (crash-*.bin,
+crash-*.txt with the verdict, QEMU's stderr and the minimised operations;
+corpus/ with inputs that reached new trace-event pairs).
+QEMU: --qemu, or $BLKLAB_QEMU_DIR/bin/qemu-system-x86_64 (default
+build/qemu; build/qemu-asan is the sanitizer build), which is also how a
+sanitizer build is fuzzed.
+"""
+
+import argparse
+import os
+import pathlib
+import signal
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from blkfuzz import fuzzinput, runner           # noqa: E402
+from blkfuzz.ahci import Ahci                    # noqa: E402
+from blkfuzz.ide import Ide                      # noqa: E402
+from blkfuzz.nvme import Nvme                    # noqa: E402
+from blkfuzz.qtest import QemuGone, QTestVM      # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide}
+SELFTEST_SEED = 7           # an input every family runs cleanly
+
+
+def qemu_binary(arg):
+    if arg:
+        p = pathlib.Path(arg)
+        return p / "bin" / "qemu-system-x86_64" if p.is_dir() else p
+    qdir = os.environ.get("BLKLAB_QEMU_DIR") or str(
+        pathlib.Path(os.environ.get("BLKLAB_BUILD", REPO / "build")) / "qemu")
+    return pathlib.Path(qdir) / "bin" / "qemu-system-x86_64"
+
+
+def checked_in(family):
+    """(path, Input) of the regressions, then the corpus."""
+    out = []
+    for sub in ("regressions", "corpus"):
+        for p in sorted((HERE / family / sub).glob("*.bin")):
+            out.append((p, fuzzinput.Input.from_bytes(p.read_bytes())))
+    return out
+
+
+def out_dir(family):
+    return REPO / "build" / "fuzz" / "qtest" / family
+
+
+def print_failure(path, result):
+    v = result.verdict
+    print(f"FAIL {path}: {v.kind}: {v.detail}")
+    print(f"     at record {result.failed_at}, last qtest command: {v.command[:120]}")
+    for line in v.stderr_tail.splitlines()[-15:]:
+        print(f"     | {line}")
+
+
+def cmd_run(args):
+    fam = FAMILIES[args.family]
+    failed = 0
+    for f in args.files:
+        inp = fuzzinput.Input.from_bytes(pathlib.Path(f).read_bytes())
+        r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
+                             args.timeout, trace=args.trace,
+                             extra_args=args.qemu_arg,
+                             devmodel=not args.no_devmodel)
+        if not r.verdict.ok and args.keep_stderr:
+            print(f"     QEMU's stderr: {r.verdict.stderr_path}")
+        if args.trace:
+            print("\n".join(r.trace))
+        if r.verdict.ok:
+            print(f"ok   {f}: {len(inp.records)} records, {r.commands} "
+                  f"commands, {r.seconds:.1f} s")
+        else:
+            failed += 1
+            print_failure(f, r)
+    return 1 if failed else 0
+
+
+def replay(args, fam):
+    """Runs every checked-in input; returns (count, failures, seeds)."""
+    seeds, failures = [], 0
+    for path, inp in checked_in(args.family):
+        r = runner.run_confirmed(fam, inp, args.qemu,
+                                 out_dir(args.family) / "work", args.timeout)
+        seeds.append(inp)
+        if not r.verdict.ok:
+            failures += 1
+            print_failure(path.relative_to(REPO), r)
+            note = path.with_suffix(".txt")
+            if note.is_file():
+                print(f"     (a regression: {note.relative_to(REPO)})")
+    return len(seeds), failures, seeds
+
+
+def cmd_check(args):
+    fam = FAMILIES[args.family]
+    start = time.monotonic()
+    n, failures, seeds = replay(args, fam)
+    replay_s = time.monotonic() - start
+    if failures:
+        print(f"qtest-fuzz {args.family}: {failures} of {n} checked-in inputs fail")
+        return 1
+    left = max(0.0, args.seconds - replay_s)
+    fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds,
+                       args.seed if args.seed is not None else time.time_ns(),
+                       args.timeout, log=lambda s: None)
+    fz.run(left, stop_on_failure=True, minimize_s=0)
+    total = time.monotonic() - start
+    if fz.failures:
+        path = next(iter(fz.failures.values()))
+        print(f"qtest-fuzz {args.family}: FAILED after {fz.runs} runs; input "
+              f"{path} ({path.with_suffix('.txt')}); minimise with "
+              f"tests/fuzz/qtest/qtest_fuzz.py minimize {args.family} {path} OUT")
+        return 1
+    print(f"qtest-fuzz {args.family}: ok, {n} checked-in inputs in "
+          f"{replay_s:.0f} s, then {fz.runs} fuzzed runs, {total:.0f} s")
+    return 0
+
+
+def cmd_fuzz(args):
+    fam = FAMILIES[args.family]
+    n, failures, seeds = replay(args, fam)
+    print(f"fuzz {args.family}: {n} checked-in inputs, {failures} fail")
+    fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds,
+                       args.seed if args.seed is not None else time.time_ns(),
+                       args.timeout, max_records=args.max_records)
+    fz.run(args.seconds, stop_on_failure=False, minimize_s=args.minimize_seconds)
+    print(f"fuzz {args.family}: {fz.runs} runs, {len(fz.seen)} trace-event "
+          f"pairs, {len(fz.failures)} distinct failures")
+    for sig, path in fz.failures.items():
+        print(f"  {sig}\n    {path}")
+    return 1 if fz.failures or failures else 0
+
+
+def cmd_minimize(args):
+    fam = FAMILIES[args.family]
+    inp = fuzzinput.Input.from_bytes(pathlib.Path(args.file).read_bytes())
+    r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
+                         args.timeout)
+    if r.verdict.ok:
+        print("minimize: the input does not fail")
+        return 1
+    sig = r.verdict.signature()
+    print(f"minimize: {sig}")
+    small = runner.minimize(fam, inp, args.qemu, out_dir(args.family) / "work",
+                            sig, args.budget, args.timeout)
+    pathlib.Path(args.out).write_bytes(small.to_bytes())
+    print(f"minimize: {len(inp.records)} -> {len(small.records)} records, "
+          f"written to {args.out}")
+    return 0
+
+
+def cmd_distill(args):
+    """Picks a few inputs that together reach most of the trace-event pairs
+    the given ones reach (greedy: most new pairs per second of run first),
+    skipping failing ones, and copies them to OUT as <sha1>.bin."""
+    fam = FAMILIES[args.family]
+    runs = []
+    for f in args.files:
+        data = pathlib.Path(f).read_bytes()
+        inp = fuzzinput.Input.from_bytes(data)
+        r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
+                             args.timeout, coverage=True)
+        if r.verdict.ok and r.seconds < args.max_seconds:
+            runs.append((data, r.coverage, r.seconds))
+    covered, chosen = set(), []
+    total = set().union(*(c for _, c, _ in runs)) if runs else set()
+    while runs and len(chosen) < args.max:
+        best = max(runs, key=lambda x: len(x[1] - covered) / (1 + x[2]))
+        if not best[1] - covered:
+            break
+        covered |= best[1]
+        chosen.append(best)
+        runs.remove(best)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for data, cov, secs in chosen:
+        (out / f"{runner.sha1(data)}.bin").write_bytes(data)
+    print(f"distill: {len(chosen)} inputs reach {len(covered)} of "
+          f"{len(total)} pairs, {sum(c[2] for c in chosen):.1f} s; in {out}")
+    return 0
+
+
+def cmd_selftest(args):
+    """Shows that the harness detects what it must: an abort from a bad
+    qtest command, QEMU killed mid-run, QEMU that stops answering, and that
+    the same input gives the same operations and verdict twice."""
+    work = out_dir("selftest")
+    work.mkdir(parents=True, exist_ok=True)
+    base = ["-machine", "pc,accel=qtest", "-m", "16M"]
+    ok = True
+
+    def expect(name, verdict, kinds):
+        nonlocal ok
+        good = verdict.kind in kinds
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} {name}: {verdict.kind}: "
+              f"{verdict.detail}")
+
+    # 1. A qtest command QEMU cannot parse: qtest g_assert()s and aborts.
+    with QTestVM(str(args.qemu), base, work / "stderr-1", timeout=10) as vm:
+        gone = None
+        try:
+            vm.cmd("clock_step 0")
+            vm.cmd("clock_set not-a-number")
+        except QemuGone as e:
+            gone = e
+        expect("invalid qtest command", vm.verdict(gone), {"assert", "signal"})
+
+    # 2. QEMU killed by a signal between two commands.
+    with QTestVM(str(args.qemu), base, work / "stderr-2", timeout=10) as vm:
+        gone = None
+        try:
+            vm.cmd("clock_step 0")
+            os.kill(vm.proc.pid, signal.SIGSEGV)
+            vm.proc.wait(timeout=10)
+            vm.cmd("clock_step 0")
+        except QemuGone as e:
+            gone = e
+        expect("QEMU killed (SIGSEGV)", vm.verdict(gone), {"signal"})
+
+    # 3. QEMU that stops answering (SIGSTOP) is a hang after the timeout.
+    with QTestVM(str(args.qemu), base, work / "stderr-3", timeout=2) as vm:
+        gone = None
+        try:
+            vm.cmd("clock_step 0")
+            os.kill(vm.proc.pid, signal.SIGSTOP)
+            vm.cmd("clock_step 0")
+        except QemuGone as e:
+            gone = e
+        os.kill(vm.proc.pid, signal.SIGCONT)
+        expect("QEMU stops answering", vm.verdict(gone, backtrace=False),
+               {"hang"})
+
+    # 4. A healthy QEMU is "ok", and the same input runs the same way twice.
+    for family, cls in FAMILIES.items():
+        inp = fuzzinput.seeded(SELFTEST_SEED, 80)
+        a = runner.run_input(cls, inp, args.qemu, work, args.timeout, trace=True)
+        b = runner.run_input(cls, inp, args.qemu, work, args.timeout, trace=True)
+        same = a.trace == b.trace and a.verdict.kind == b.verdict.kind
+        ok &= same and a.verdict.ok
+        print(f"{'ok  ' if same and a.verdict.ok else 'FAIL'} {family}: "
+              f"seed {SELFTEST_SEED} twice: {a.verdict.kind}, {len(a.trace) - 1} "
+              f"operations, {'identical' if same else 'DIFFERENT'} traces")
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--qemu", help="QEMU binary or build dir (default: "
+                    "$BLKLAB_QEMU_DIR or build/qemu)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds QEMU has to answer a command (default 10, "
+                    "30 for a sanitizer build)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("check")
+    p.add_argument("family", choices=FAMILIES)
+    p.add_argument("seconds", type=float)
+    p.add_argument("--seed", type=int)
+    p = sub.add_parser("fuzz")
+    p.add_argument("family", choices=FAMILIES)
+    p.add_argument("seconds", type=float)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--max-records", type=int, default=600)
+    p.add_argument("--minimize-seconds", type=float, default=300)
+    p = sub.add_parser("run")
+    p.add_argument("family", choices=FAMILIES)
+    p.add_argument("files", nargs="+")
+    p.add_argument("--trace", action="store_true",
+                   help="print each record's operation")
+    p.add_argument("--qemu-arg", action="append", default=[],
+                   help="one more QEMU argument (e.g. -trace=dma_*), repeatable")
+    p.add_argument("--no-devmodel", action="store_true",
+                   help="drop devmodel-profile (and ncq-depth, mqes) from the "
+                   "devices, to see whether a failure needs the model")
+    p.add_argument("--keep-stderr", action="store_true",
+                   help="print where QEMU's stderr of a failing run is")
+    p = sub.add_parser("minimize")
+    p.add_argument("family", choices=FAMILIES)
+    p.add_argument("file")
+    p.add_argument("out")
+    p.add_argument("--budget", type=float, default=600)
+    p = sub.add_parser("distill")
+    p.add_argument("family", choices=FAMILIES)
+    p.add_argument("out")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--max", type=int, default=8)
+    p.add_argument("--max-seconds", type=float, default=4)
+    sub.add_parser("selftest")
+    args = ap.parse_args()
+    args.qemu = qemu_binary(args.qemu)
+    if not args.qemu.is_file():
+        print(f"qtest_fuzz: no QEMU at {args.qemu}; run 'make qemu'",
+              file=sys.stderr)
+        return 2
+    if args.timeout is None:
+        args.timeout = 30.0 if runner.is_sanitizer_build(args.qemu) else 10.0
+    return {"run": cmd_run, "check": cmd_check, "fuzz": cmd_fuzz,
+            "minimize": cmd_minimize, "distill": cmd_distill,
+            "selftest": cmd_selftest}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
