@@ -128,7 +128,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
         native = d.kind in ("ide-hd", "ahci-hd") and d.backing == "file"
         if native:
             disk = _sub(dev, "disk", type="file", device="disk")
-            _sub(disk, "driver", name="qemu", type="raw")
+            _sub(disk, "driver", name="qemu", type="raw", discard="unmap")
             _sub(disk, "source", file=str(config.backing_path))
             _sub(disk, "target", dev="sda" if d.kind == "ahci-hd" else "hda",
                  bus="sata" if d.kind == "ahci-hd" else "ide")

@@ -132,9 +132,14 @@ class VMConfig:
         else:
             if self.backing_path is None:
                 raise ValueError("a file-backed device needs backing_path")
+            # discard=unmap: a guest's NVMe deallocate or ATA TRIM punches a
+            # hole in the file, so the block reads back as zeros, as the
+            # NVMe namespace's DLFEAT promises (QEMU's default, ignore,
+            # keeps the data).
             backend = ["-blockdev",
-                       f"driver=file,node-name=file0,filename={_opt(self.backing_path)}",
-                       "-blockdev", "driver=raw,node-name=disk0,file=file0"]
+                       f"driver=file,node-name=file0,filename={_opt(self.backing_path)}"
+                       ",discard=unmap",
+                       "-blockdev", "driver=raw,node-name=disk0,file=file0,discard=unmap"]
         serial = f"serial=blklab-{d.name}"[:27]
         extra = "".join(f",{name}={_opt(value)}" for name, _, value in self.device_properties())
         if d.kind == "nvme":

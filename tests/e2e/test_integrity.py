@@ -82,13 +82,15 @@ def test_read_back_covers_every_block_written(cells):
         assert main_checked > hot["read"]["total_ios"] * 3 // 4, name
 
 
-def test_trimmed_blocks_read_back_as_zeros_or_as_written(cells):
+def test_trimmed_blocks_read_back_as_zeros(cells):
+    # File backings are opened discard=unmap: a trim punches a hole in the
+    # file. The jobs run with trim_verify_zero = 1, so anything else would
+    # already be a mismatch; the counts say the check saw trimmed blocks.
     for name, cell in cells.items():
         for job_name, job in jobs_of(cell).items():
             t = job["blkgen"]["verify"]["trimmed"]
             assert t["checked"] > 0, (name, job_name)
-            assert t["ones"] == 0, (name, job_name)
-            assert t["zeros"] + t["unchanged"] == t["checked"], (name, job_name)
+            assert t["zeros"] == t["checked"], (name, job_name, t)
             print(f"{name} {job_name}: {t['checked']} trimmed blocks read back: "
                   f"{t['zeros']} zeros, {t['unchanged']} as written")
 
