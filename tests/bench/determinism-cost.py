@@ -10,10 +10,10 @@ mode against the same scenario under plain icount, side by side in one run.
   qemu-patches/build-qemu.sh from a copy of the series and cached like any
   other build (about 10 minutes the first time).
 
-Both run the cells one at a time on the same host, one variant after the
-other, and the script prints each cell's host wall time (boot, workload and
-teardown: host.wall_seconds) and the workload phase alone
-(host.workload_wall_seconds), with the ratio of the totals.
+Both variants run at the same time, each its cells one at a time, so that
+they share whatever else loads the host; the script prints each cell's host
+wall time (boot, workload and teardown: host.wall_seconds) and the workload
+phase alone (host.workload_wall_seconds), with the ratio of the totals.
 
 Usage: tests/bench/determinism-cost.py [--scenario FILE] [--keep DIR]
 """
@@ -21,6 +21,7 @@ Usage: tests/bench/determinism-cost.py [--scenario FILE] [--keep DIR]
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -37,6 +38,8 @@ DETERMINISM_PATCHES = (
     "trace-log-every-event-that-reaches-the-guest",
     "hw-nvme-under-icount-process-queues-from-the-virtual",
     "accel-tcg-keep-a-vCPU-s-round-robin-share-when-it-is",
+    "accel-tcg-end-a-round-robin-pass-once-every-vCPU-has",
+    "icount-without-sleep-warp-the-virtual-clock-in-the-v",
 )
 
 SCENARIO = """
@@ -136,8 +139,10 @@ def main() -> int:
         plain = build_plain(tmp)
         out = args.keep or tmp
         variants = {"deterministic": REPO / "build", "plain icount": plain}
-        runs = {name: run(scenario, build, out / name.replace(" ", "-"))
-                for name, build in variants.items()}
+        with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
+            futures = {name: pool.submit(run, scenario, build, out / name.replace(" ", "-"))
+                       for name, build in variants.items()}
+            runs = {name: f.result() for name, f in futures.items()}
         print(f"{'cell':32} {'variant':14} {'wall s':>8} {'workload s':>11}")
         totals = {name: [0.0, 0.0] for name in runs}
         for cid in runs["deterministic"][1]:
