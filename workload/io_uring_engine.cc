@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace blkgen {
@@ -13,6 +14,7 @@ IoUringEngine::~IoUringEngine() {
 
 Status IoUringEngine::Init(const EngineSetup& setup) {
   static constexpr unsigned kFlagChoices[] = {
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
       IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
       IORING_SETUP_COOP_TASKRUN,
       0,
@@ -22,9 +24,11 @@ Status IoUringEngine::Init(const EngineSetup& setup) {
   const unsigned extra = setup.sqthread_poll ? IORING_SETUP_SQPOLL : 0;
   int ret = -EINVAL;
   for (unsigned flags : kFlagChoices) {
+    if (setup.sqthread_poll && (flags & IORING_SETUP_DEFER_TASKRUN) != 0) continue;
     ret = io_uring_queue_init(setup.depth, &ring_, flags | extra);
     if (ret == 0) {
       setup_flags_ = flags | extra;
+      deferred_ = (flags & IORING_SETUP_DEFER_TASKRUN) != 0;
       break;
     }
     if (ret != -EINVAL) break;
@@ -34,6 +38,8 @@ Status IoUringEngine::Init(const EngineSetup& setup) {
         setup.sqthread_poll ? "io_uring_queue_init (sqthread_poll)" : "io_uring_queue_init", -ret);
   }
   ring_ready_ = true;
+  seq_.assign(setup.requests.size(), 0);
+  done_.reserve(setup.depth);
   int fd = setup.fd;
   ret = io_uring_register_files(&ring_, &fd, 1);
   if (ret < 0) return Status::Errno("io_uring_register_files", -ret);
@@ -85,24 +91,63 @@ SubmitResult IoUringEngine::Queue(IoRequest* req) {
   }
   sqe->flags |= IOSQE_FIXED_FILE;  // index 0 of the registered files
   io_uring_sqe_set_data(sqe, req);
+  seq_[req->index] = next_seq_++;
   return SubmitResult::kQueued;
 }
 
-int IoUringEngine::Reap(uint32_t min, uint32_t max, IoRequest** out) {
-  io_uring_cqe* cqe = nullptr;
-  if (min > 0) {
-    int ret = io_uring_wait_cqe_nr(&ring_, &cqe, min);
-    if (ret < 0) return ret;
+void IoUringEngine::TakePosted() {
+  if (done_head_ != 0) {  // keep done_ within the room reserved for it
+    done_.erase(done_.begin(), done_.begin() + static_cast<std::ptrdiff_t>(done_head_));
+    done_head_ = 0;
   }
-  uint32_t count = 0;
+  const size_t before = done_.size();
   unsigned head;
+  unsigned count = 0;
+  io_uring_cqe* cqe;
   io_uring_for_each_cqe(&ring_, head, cqe) {
-    if (count == max) break;
     IoRequest* req = static_cast<IoRequest*>(io_uring_cqe_get_data(cqe));
     req->result = cqe->res;
-    out[count++] = req;
+    done_.push_back(req);
+    ++count;
   }
   io_uring_cq_advance(&ring_, count);
+  if (count < 2 && before == 0) return;
+  auto older = [this](const IoRequest* a, const IoRequest* b) {
+    return seq_[a->index] < seq_[b->index];
+  };
+  auto newer = [&](const IoRequest* a, const IoRequest* b) { return older(b, a); };
+  const auto added = done_.begin() + static_cast<std::ptrdiff_t>(before);
+  if (std::is_sorted(added, done_.end(), newer)) {
+    std::reverse(added, done_.end());  // a deferred batch: newest first
+  } else if (!std::is_sorted(added, done_.end(), older)) {
+    std::sort(added, done_.end(), older);
+  }
+  if (before != 0 && count != 0 && older(*added, added[-1])) {
+    std::inplace_merge(done_.begin(), added, done_.end(), older);
+  }
+}
+
+int IoUringEngine::Reap(uint32_t min, uint32_t max, IoRequest** out) {
+  uint32_t have = static_cast<uint32_t>(done_.size() - done_head_);
+  if (have == 0 || have < min) {
+    if (have < min) {
+      io_uring_cqe* cqe = nullptr;
+      const int ret = io_uring_wait_cqe_nr(&ring_, &cqe, min - have);
+      if (ret < 0) return ret;
+    } else if (deferred_ && io_uring_cq_ready(&ring_) == 0) {
+      const int ret = io_uring_get_events(&ring_);  // min 0: post what completed
+      if (ret < 0) return ret;
+    }
+    TakePosted();
+    have = static_cast<uint32_t>(done_.size() - done_head_);
+  }
+  const uint32_t count = std::min(have, max);
+  for (uint32_t i = 0; i < count; ++i) out[i] = done_[done_head_ + i];
+  done_head_ += count;
+  if (done_head_ == done_.size()) {
+    done_.clear();
+    done_head_ = 0;
+  }
   return static_cast<int>(count);
 }
 
