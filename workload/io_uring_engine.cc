@@ -40,6 +40,8 @@ Status IoUringEngine::Init(const EngineSetup& setup) {
   ring_ready_ = true;
   seq_.assign(setup.requests.size(), 0);
   done_.reserve(setup.depth);
+  // Saves a file-table lookup per io_uring_enter (5.18); optional.
+  (void)io_uring_register_ring_fd(&ring_);
   int fd = setup.fd;
   ret = io_uring_register_files(&ring_, &fd, 1);
   if (ret < 0) return Status::Errno("io_uring_register_files", -ret);
