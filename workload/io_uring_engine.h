@@ -4,7 +4,8 @@
 // Reap() waits for `min` completions and takes up to `max`. Trims run
 // synchronously inside Queue(), as in fio (the 6.1 kernel has no discard
 // opcode). The file is registered (IOSQE_FIXED_FILE) to save a file lookup
-// per I/O; sqthread_poll adds IORING_SETUP_SQPOLL, fixedbufs registers every
+// per I/O, and so is the ring (io_uring_register_ring_fd, 5.18) to save
+// one per io_uring_enter; sqthread_poll adds IORING_SETUP_SQPOLL, fixedbufs registers every
 // request's buffer and uses READ_FIXED / WRITE_FIXED.
 //
 // The ring asks for IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN
@@ -13,11 +14,12 @@
 // DEFER_TASKRUN the kernel posts completions only when the job asks for them
 // (a GETEVENTS enter, made by Reap() when it holds none), in one batch,
 // instead of running task work for each completion: fewer guest instructions
-// per I/O. A 6.1 kernel posts such a batch newest first, so Reap() moves
-// every posted completion to its own list and hands them out oldest
-// submitted first (what the kernel's order would be with one completion per
-// batch, and what fio sees); latencies are measured when Reap() hands a
-// request out, as before.
+// per I/O. Reap() moves every posted completion to its own list and hands
+// them out from there. 6.1 posts a batch newest first (later kernels oldest
+// first), so a deferred batch is put in submission order: for a device that
+// completes in order that is the order of one completion at a time, what
+// fio sees and what blkgen saw with COOP_TASKRUN. Latencies are measured
+// when Reap() hands a request out, as before.
 // Thread-safety: one thread, the one that called Init().
 #ifndef BLKGEN_IO_URING_ENGINE_H_
 #define BLKGEN_IO_URING_ENGINE_H_
@@ -49,8 +51,8 @@ class IoUringEngine final : public Engine {
   int Reap(uint32_t min, uint32_t max, IoRequest** out) override;
 
  private:
-  // Moves every completion the kernel posted to done_ (after the ones there),
-  // sorted by submission order.
+  // Moves every completion the kernel posted to the end of done_; a deferred
+  // batch in submission order.
   void TakePosted();
 
   io_uring ring_{};
