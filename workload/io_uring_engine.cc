@@ -8,6 +8,19 @@
 
 namespace blkgen {
 
+void PutInSubmissionOrder(std::span<IoRequest*> batch, std::span<const uint64_t> seq) {
+  auto older = [seq](const IoRequest* a, const IoRequest* b) {
+    return seq[a->index] < seq[b->index];
+  };
+  auto newer = [&](const IoRequest* a, const IoRequest* b) { return older(b, a); };
+  if (std::is_sorted(batch.begin(), batch.end(), older)) return;
+  if (std::is_sorted(batch.begin(), batch.end(), newer)) {
+    std::reverse(batch.begin(), batch.end());  // 6.1, completed in order
+  } else {
+    std::sort(batch.begin(), batch.end(), older);
+  }
+}
+
 IoUringEngine::~IoUringEngine() {
   if (ring_ready_) io_uring_queue_exit(&ring_);
 }
@@ -115,17 +128,8 @@ void IoUringEngine::TakePosted() {
   io_uring_cq_advance(&ring_, count);
   // A deferred batch completed after everything already in done_; within
   // it, the kernel's order is not the completion order on 6.1.
-  if (!deferred_ || count < 2) return;
-  auto older = [this](const IoRequest* a, const IoRequest* b) {
-    return seq_[a->index] < seq_[b->index];
-  };
-  auto newer = [&](const IoRequest* a, const IoRequest* b) { return older(b, a); };
-  const auto added = done_.begin() + static_cast<std::ptrdiff_t>(before);
-  if (std::is_sorted(added, done_.end(), older)) return;
-  if (std::is_sorted(added, done_.end(), newer)) {
-    std::reverse(added, done_.end());  // 6.1, every request completed in order
-  } else {
-    std::sort(added, done_.end(), older);
+  if (deferred_ && count > 1) {
+    PutInSubmissionOrder(std::span<IoRequest*>(done_).subspan(before), seq_);
   }
 }
 

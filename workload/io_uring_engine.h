@@ -27,11 +27,18 @@
 #include <liburing.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine.h"
 
 namespace blkgen {
+
+// Sorts `batch` by seq[request->index] (the order the requests were queued
+// in), in linear time when it is already sorted or reversed, as a deferred
+// batch is (oldest first after 6.1, newest first on 6.1).
+// REQUIRES: every request's index < seq.size().
+void PutInSubmissionOrder(std::span<IoRequest*> batch, std::span<const uint64_t> seq);
 
 class IoUringEngine final : public Engine {
  public:
@@ -62,9 +69,9 @@ class IoUringEngine final : public Engine {
   bool deferred_ = false;  // IORING_SETUP_DEFER_TASKRUN
   int fd_ = -1;            // not owned; for trims
   uint32_t setup_flags_ = 0;
-  uint64_t next_seq_ = 0;            // submission order of the next Queue()d request
-  std::vector<uint64_t> seq_;        // per request index: its submission order
-  std::vector<IoRequest*> done_;     // completed, not handed out; [done_head_, end)
+  uint64_t next_seq_ = 0;         // submission order of the next Queue()d request
+  std::vector<uint64_t> seq_;     // per request index: its submission order
+  std::vector<IoRequest*> done_;  // completed, not handed out; [done_head_, end)
   size_t done_head_ = 0;
 };
 
