@@ -135,7 +135,8 @@ void IoUringEngine::TakePosted() {
 
 int IoUringEngine::Reap(uint32_t min, uint32_t max, IoRequest** out) {
   uint32_t have = static_cast<uint32_t>(done_.size() - done_head_);
-  if (have == 0 || have < min) {
+  reaped_held_ = have != 0 && have >= min;
+  if (!reaped_held_) {
     if (have < min) {
       io_uring_cqe* cqe = nullptr;
       const int ret = io_uring_wait_cqe_nr(&ring_, &cqe, min - have);

@@ -56,6 +56,7 @@ class IoUringEngine final : public Engine {
   SubmitResult Queue(IoRequest* req) override;
   int Commit() override { return io_uring_submit(&ring_); }
   int Reap(uint32_t min, uint32_t max, IoRequest** out) override;
+  bool reaped_held() const override { return reaped_held_; }
 
  private:
   // Moves every completion the kernel posted to the end of done_; a deferred
@@ -66,8 +67,9 @@ class IoUringEngine final : public Engine {
   bool ring_ready_ = false;
   bool fixedbufs_ = false;
   bool block_device_ = false;
-  bool deferred_ = false;  // IORING_SETUP_DEFER_TASKRUN
-  int fd_ = -1;            // not owned; for trims
+  bool deferred_ = false;     // IORING_SETUP_DEFER_TASKRUN
+  bool reaped_held_ = false;  // the last Reap() took only from done_
+  int fd_ = -1;               // not owned; for trims
   uint32_t setup_flags_ = 0;
   uint64_t next_seq_ = 0;         // submission order of the next Queue()d request
   std::vector<uint64_t> seq_;     // per request index: its submission order
