@@ -628,7 +628,6 @@ void JobRunner::CommitStaged(E& engine) {
   }
   staged_.erase(staged_.begin(), staged_.begin() + n);
   OnBatchDone(now_);
-  clock_fresh_ = true;
 }
 
 // Commits what is staged and reaps once: waits for `min` completions (capped
@@ -649,12 +648,7 @@ bool JobRunner::ReapOnce(E& engine, uint32_t min) {
     return false;
   }
   if (k == 0) return true;
-  // Completions the engine held since an earlier call: dated by the reading
-  // just taken after the commit when nothing happened in between (one clock
-  // read per I/O instead of two in a full queue's loop; off by the few
-  // instructions since that reading).
-  if (!clock_fresh_ || !engine.reaped_held()) now_ = MonotonicNs();
-  clock_fresh_ = false;
+  now_ = MonotonicNs();
   for (int i = 0; i < k; ++i) {
     Complete(events_[i], now_);
     free_.push_back(events_[i]);
@@ -685,7 +679,6 @@ void JobRunner::Loop(E& engine) {
   while (true) {
     bool busy = false;
     while (issuing_ && inflight_ < depth_) {
-      clock_fresh_ = false;
       IoRequest* req = held;
       held = nullptr;
       if (req == nullptr) {
