@@ -53,6 +53,9 @@ ATA_COMMANDS = [
 ]
 ATA_TABLE = [c for c in ATA_COMMANDS for _ in range(c[1])]
 LBA48 = {0x24, 0x25, 0x29, 0x34, 0x35, 0x39, 0x42, 0xEA}
+# Host time a PIO command on a slow host (null-co latency-ns) may take: one
+# host I/O per sector at most.
+PIO_HOST_NS = 4_000_000_000
 
 
 class Ahci(Family):
@@ -256,6 +259,14 @@ class Ahci(Family):
         count = self.count(count_cls, count_raw)
         tag = slot if not flags & 2 else count_raw >> 11
         sectors = count or (65536 if command in LBA48 or kind == "ncq" else 256)
+        if kind in ("pio_in", "pio_out") and self.header.host_latency_ns:
+            # AHCI moves PIO data by DMA, so a PIO command's blocks run back
+            # to back without the guest, and with a zero-latency model the
+            # main loop waits for each slow host block (virtual time stands
+            # still meanwhile): keep that well inside the hang timeout.
+            most = PIO_HOST_NS // self.header.host_latency_ns
+            if sectors > most:
+                count = sectors = most
         nbytes = 512 * (sectors if kind in ("ncq", "dma", "pio_in", "pio_out")
                         else 1)
         nbytes = min(nbytes, 8 << 20) if not flags & 0x80 else nbytes
