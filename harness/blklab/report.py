@@ -110,12 +110,19 @@ def percentile_bars(device: str, rows: list[stats.Row]) -> str | None:
     return _png(fig)
 
 
-def _series(job: dict[str, Any]) -> list[dict[str, Any]] | None:
-    b = job.get("blkgen", {})
-    ts = b.get("time_series") or b.get("timeseries")
-    if isinstance(ts, dict):
-        ts = ts.get("samples")
-    return ts if isinstance(ts, list) and ts else None
+def _series(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, time series) for a job: blkgen's jobs[].blkgen.time_series, or
+    with group_reporting one per member (member_time_series). A series holds
+    columns: end_ns[], and per direction iops[] and clat_p99_ns[]."""
+    b = job.get("blkgen") or {}
+    name = job.get("jobname", "?")
+    if isinstance(b.get("time_series"), dict):
+        found = [(name, b["time_series"])]
+    else:
+        found = [(f"{name}[{k}]", ts)
+                 for k, ts in enumerate(b.get("member_time_series") or [])]
+    return [(label, ts) for label, ts in found
+            if isinstance(ts, dict) and ts.get("end_ns")]
 
 
 def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
@@ -127,24 +134,20 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
         if g in seen:
             continue
         for job in (c.get("workload") or {}).get("jobs", []):
-            samples = _series(job)
-            if not samples:
-                continue
-            for direction in ("read", "write"):
-                pts = [(s.get("t_ms", s.get("time_ms")), s.get(direction, {}))
-                       for s in samples if isinstance(s.get(direction), dict)]
-                pts = [(t, d) for t, d in pts if t is not None and d.get("iops") is not None]
-                if not pts or not any(d.get("iops") for _, d in pts):
-                    continue
-                t = [p[0] / 1000.0 for p in pts]
-                label = f"{g.split('.', 1)[1]} {job['jobname']} {direction}"
-                colour = _colour(c["request"]["scheduler"], i)
-                ax_iops.plot(t, [d["iops"] for _, d in pts], label=label, color=colour)
-                p99 = [d.get("p99_ns", d.get("clat_p99_ns")) for _, d in pts]
-                if any(v is not None for v in p99):
-                    ax_p99.plot(t, [np.nan if v is None else v / 1000 for v in p99],
+            for job_label, ts in _series(job):
+                t = [end / 1e9 for end in ts["end_ns"]]
+                for direction in ("read", "write", "trim"):
+                    d = ts.get(direction)
+                    if not isinstance(d, dict) or not any(d.get("iops") or []):
+                        continue
+                    label = f"{g.split('.', 1)[1]} {job_label} {direction}"
+                    colour = _colour(c["request"]["scheduler"], i)
+                    ax_iops.plot(t, d["iops"], label=label, color=colour)
+                    p99 = d.get("clat_p99_ns") or []
+                    # An interval without completions has no percentile (0).
+                    ax_p99.plot(t, [v / 1000 if v else np.nan for v in p99],
                                 color=colour)
-                drawn += 1
+                    drawn += 1
         seen.add(g)
     if not drawn:
         plt.close(fig)

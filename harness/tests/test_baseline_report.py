@@ -88,6 +88,31 @@ def test_report_is_self_contained(tmp_path):
             '<td class="l">significant</td>') in html
 
 
+def series(iops, p99):
+    """blkgen's jobs[].blkgen.time_series layout: columns per direction."""
+    return {"interval_ns": 100_000_000, "latency": "clat", "truncated": False,
+            "end_ns": [100_000_000 * (k + 1) for k in range(len(iops))],
+            "read": {"iops": iops, "bw_bytes": [v * 4096 for v in iops],
+                     "clat_p50_ns": [v // 2 for v in p99], "clat_p99_ns": p99}}
+
+
+def test_report_draws_the_timeline_of_blkgen_time_series():
+    cells = run_cells([100, 110], [10000, 12000]) + run_cells([50, 55], [30000, 31000], "bfq")
+    # An interval without completions has IOPS 0 and no percentile (0).
+    cells[0]["workload"]["jobs"][0]["blkgen"]["time_series"] = series(
+        [1000, 0, 1200], [90_000, 0, 95_000])
+    cells[2]["workload"]["jobs"][0]["blkgen"]["member_time_series"] = [
+        series([500, 520], [40_000, 41_000]), series([510, 505], [42_000, 40_500])]
+    assert [label for label, _ in report._series(cells[2]["workload"]["jobs"][0])] == \
+        ["j[0]", "j[1]"]
+    html = report.render(Path("run"), cells, {"mode": "realtime", "run_id": "r1",
+                                              "scenario": {"name": "s"}}, [])
+    assert html.count('class="plot"') == 3
+    assert 'data-plot="d-timeline"' in html
+    # Without a series there is no timeline, rather than an empty plot.
+    assert report.timeline_plot("d", run_cells([100], [10])) is None
+
+
 def test_counter_table_flattens_and_transposes():
     counters = [{"model": "ssd", "waf": 1.25, "gc_runs": 3, "erases": 0,
                  "die_busy_ns": [10, 30],

@@ -27,11 +27,12 @@ def test_report_renders_in_chromium(four_schedulers, tmp_path):
     assert page.console == []
     plots = _body_attr(page.dom, "data-plots")
     assert _body_attr(page.dom, "data-plots-loaded") == plots
-    # Per device: a latency CDF and percentile bars, at least.
+    # Per device: a latency CDF, percentile bars and the timeline of blkgen's
+    # time series (2-second jobs, 100 ms intervals).
     for device in ("nvme0", "hdd0"):
-        for plot in ("cdf", "percentiles"):
+        for plot in ("cdf", "percentiles", "timeline"):
             assert f'data-plot="{device}-{plot}"' in page.dom
-    assert plots >= 4
+    assert plots >= 6
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20000
     for scheduler in ("none", "mq-deadline", "kyber", "bfq"):
         assert f"nvme0.{scheduler}" in page.dom
