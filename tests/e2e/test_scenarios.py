@@ -6,11 +6,8 @@ guest kernel reports (lab 1) and the scheduler-switch log (lab 8).
 
 Budget: all short forms together at most 12 minutes of wall time on an idle
 2-core machine with 2 cells in parallel; each test prints its run's time
-(measured figures: scenarios/README.md, "The short form").
-Scenarios on IDE/AHCI disks are skipped while build/qemu lacks the IDE
-device-model glue (qemu-patches: hw/ide)."""
+(measured figures: scenarios/README.md, "The short form")."""
 
-import json
 import time
 from pathlib import Path
 
@@ -19,28 +16,15 @@ import pytest
 from conftest import REPO, cells_of, run_blklab
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
-# Scenarios whose short form attaches an ide-hd or ahci-hd device.
-NEEDS_IDE_GLUE = {"hdd-ncq-vs-sorting", "hdd-sorting-nr-requests"}
 # Scenarios whose short form another test runs and checks (once is enough).
 RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 
 _runs: dict[str, Path] = {}
 
 
-def ide_glue_built() -> bool:
-    try:
-        manifest = json.loads((REPO / "build/qemu/manifest.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return any("hw-ide" in name for name in manifest.get("series", []))
-
-
 def short_run(name: str, tmp_path_factory) -> Path:
     """Run scenarios/NAME.toml's short form once per session; its run dir."""
     if name not in _runs:
-        if name in NEEDS_IDE_GLUE and not ide_glue_built():
-            pytest.skip(f"{name} needs the IDE/AHCI device-model glue, which build/qemu "
-                        "(manifest.json series) does not have yet")
         out = tmp_path_factory.mktemp(name) / "run"
         started = time.monotonic()
         proc = run_blklab("run", "--short", "--jobs", "2", "--out", str(out),
