@@ -88,6 +88,11 @@ class Engine {
   // wait), then stores up to `max` completed ones in `out` with their
   // `result` set. Returns the number stored or -errno (-EINTR: call again).
   virtual int Reap(uint32_t min, uint32_t max, IoRequest** out) = 0;
+
+  // True if every request the last Reap() returned had completed before
+  // that call and the call made no system call: a clock reading taken just
+  // before it dates their completion (the job loop then saves one).
+  virtual bool reaped_held() const { return false; }
 };
 
 std::unique_ptr<Engine> MakeEngine(EngineKind kind);

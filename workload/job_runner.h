@@ -13,7 +13,9 @@
 // finished run left on the target.
 //
 // Nothing is allocated per I/O; the clock is read once per batch of events
-// (after a commit, after a reap, after a synchronous I/O).
+// (after a commit, after a synchronous I/O, after a reap unless the engine
+// held the completions and the reading after the commit just before it
+// still stands).
 // Thread-safety: one job per runner, one thread.
 #ifndef BLKGEN_JOB_RUNNER_H_
 #define BLKGEN_JOB_RUNNER_H_
@@ -125,6 +127,7 @@ class JobRunner {
   bool issuing_ = true;
   bool measuring_ = false;
   uint64_t now_ = 0;               // last clock reading
+  bool clock_fresh_ = false;       // now_ read after a commit, nothing done since
   uint64_t start_ns_ = 0;          // first I/O prepared
   uint64_t measure_start_ns_ = 0;  // start_ns_ + ramp
   uint64_t deadline_ns_ = 0;       // measure start + runtime; 0 = none
