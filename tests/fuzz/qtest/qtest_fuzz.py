@@ -126,8 +126,9 @@ def cmd_check(args):
     left = max(0.0, args.seconds - replay_s)
     fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds,
                        args.seed if args.seed is not None else time.time_ns(),
-                       args.timeout, log=lambda s: None)
-    fz.run(left, stop_on_failure=True, minimize_s=0)
+                       args.timeout, log=lambda s: None,
+                       slow_host=not args.no_slow_host)
+    fz.run(left, stop_on_failure=True, minimize_s=0, runs=args.runs)
     total = time.monotonic() - start
     if fz.failures:
         path = next(iter(fz.failures.values()))
@@ -281,6 +282,12 @@ def main():
     p.add_argument("family", choices=FAMILIES)
     p.add_argument("seconds", type=float)
     p.add_argument("--seed", type=int)
+    p.add_argument("--runs", type=int,
+                   help="fuzz exactly this many runs instead of for SECONDS")
+    p.add_argument("--no-slow-host", action="store_true",
+                   help="fuzzed inputs get no host latency (checked-in "
+                   "inputs keep theirs): with --seed and --runs, the same "
+                   "runs every time, whatever the host's speed")
     p = sub.add_parser("fuzz")
     p.add_argument("family", choices=FAMILIES)
     p.add_argument("seconds", type=float)

@@ -188,7 +188,7 @@ class Fuzzer:
     crash-<sha1>.bin with a .txt note; new-coverage inputs to out/corpus."""
 
     def __init__(self, family_cls, qemu, out, seeds, rng_seed, timeout,
-                 max_records=600, log=print):
+                 max_records=600, log=print, slow_host=True):
         self.family_cls = family_cls
         self.qemu = qemu
         self.out = pathlib.Path(out)
@@ -200,13 +200,22 @@ class Fuzzer:
         self.seen = set()
         self.failures = {}          # signature -> path
         self.runs = 0
+        # Without a slow host (null-co latency-ns, which is host time) a run
+        # depends on its input only, so a seeded session repeats itself.
+        self.slow_host = slow_host
 
     def next_input(self):
         r = self.rng
         if not self.corpus or r.randrange(4) == 0:
-            return fuzzinput.generate(r, r.randint(20, self.max_records))
-        return fuzzinput.mutate(r, r.choice(self.corpus), self.corpus,
-                                self.max_records)
+            inp = fuzzinput.generate(r, r.randint(20, self.max_records))
+        else:
+            inp = fuzzinput.mutate(r, r.choice(self.corpus), self.corpus,
+                                   self.max_records)
+        if not self.slow_host:
+            header = bytearray(inp.header)
+            header[3] &= 0xF8       # Header.host_latency_ns: 0
+            inp = fuzzinput.Input(bytes(header), inp.records)
+        return inp
 
     def note_coverage(self, inp, result):
         new = result.coverage - self.seen
@@ -247,10 +256,11 @@ class Fuzzer:
         self.failures.setdefault(sig, self.out / f"{name}.bin")
         return self.out / f"{name}.bin"
 
-    def run(self, seconds, stop_on_failure=True, minimize_s=0):
+    def run(self, seconds, stop_on_failure=True, minimize_s=0, runs=None):
+        """Fuzzes for `seconds`, or for exactly `runs` runs if given."""
         end = time.monotonic() + seconds
         self.out.mkdir(parents=True, exist_ok=True)
-        while time.monotonic() < end:
+        while (self.runs < runs) if runs is not None else (time.monotonic() < end):
             inp = self.next_input()
             result = run_confirmed(self.family_cls, inp, self.qemu,
                                    self.out / "work", self.timeout,
