@@ -142,6 +142,18 @@ def _run_local(todo: list[Cell], scenario: Scenario, ctx: CellContext, jobs: int
             record(cell, result, files)
 
 
+def pending_cells(run_dir: Path, cells: list[Cell]) -> list[Cell]:
+    """The cells a run still has to do, in order: those without a complete
+    result of this schema version that says "ok". A failed cell runs again;
+    a missing, truncated or foreign JSON counts as not run."""
+    todo = []
+    for c in cells:
+        existing = load_cell(cell_json_path(run_dir, c.id))
+        if existing is None or existing.get("status") != "ok":
+            todo.append(c)
+    return todo
+
+
 def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, Any]]]:
     """Run every cell not already done; return the run directory and every
     cell's result, in cell order."""
@@ -198,11 +210,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     write_atomic(run_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(run_dir / SCENARIO_COPY, scenario.path.read_text())
 
-    todo: list[Cell] = []
-    for c in cells:
-        existing = load_cell(cell_json_path(run_dir, c.id))
-        if existing is None or existing.get("status") != "ok":
-            todo.append(c)
+    todo = pending_cells(run_dir, cells)
     if len(todo) < len(cells):
         print(f"resuming {run_dir}: {len(cells) - len(todo)} of {len(cells)} cells done",
               file=sys.stderr)

@@ -35,6 +35,10 @@ FAULTS = ("none", "guest-panic", "guest-hang")
 
 # Job options blklab sets itself for every cell.
 RESERVED_JOB_OPTIONS = ("filename", "output", "output-format", "eta")
+# Job options blkgen has and fio does not (workload/README.md): cgroup v2
+# weights and limits, and the interval of its time series.
+BLKGEN_ONLY_OPTIONS = ("cgroup_io_weight", "cgroup_bfq_weight", "cgroup_io_max",
+                       "blkgen_log_interval")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ATTR = re.compile(r"^[a-z0-9_]+$")
@@ -61,6 +65,9 @@ class Device:
     seed: int | None = None  # the device model's seed; None: the cell's seed
     mqes: int | None = None  # NVMe CAP.MQES (0's based); None: QEMU's default
     ncq_depth: int | None = None  # AHCI NCQ tags the drive accepts; None: 32
+    # This device's own [queue] attributes ([device.queue]): each replaces
+    # the scenario's [queue] axis of that name for this device's cells.
+    queue_axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -357,9 +364,15 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
         ncq_depth = r.integer("ncq_depth", None, 1, 32)
         if ncq_depth is not None and kind != "ahci-hd":
             raise r.error("ncq_depth", "applies to ahci-hd devices only (PIIX IDE has no NCQ)")
+        q = _Reader(path, _table(path, table, "queue", f"device[{i}].queue"),
+                    f"device[{i}].queue")
+        r.used.add("queue")
+        queue_axes = tuple((k, tuple(_tunable_values(q, k))) for k in list(q.table))
+        if any(k == "scheduler" for k, _ in queue_axes):
+            raise q.error("scheduler", "choose schedulers with scenario.schedulers")
         r.finish()
         devices.append(Device(name, kind, backing, size, rotation, profile, seed, mqes,
-                              ncq_depth))
+                              ncq_depth, queue_axes))
     names = [d.name for d in devices]
     for n in names:
         if names.count(n) > 1:
@@ -441,6 +454,17 @@ def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
             options.append((key, text))
         jobs.append(Job(name, tuple(options)))
     return jobs
+
+
+def _check_fio_options(path: str, jobs: list[Job]) -> None:
+    """fio would stop at an option only blkgen has; say so before a VM starts."""
+    for i, job in enumerate(jobs):
+        for key, _ in job.options:
+            if key.replace("-", "_") in BLKGEN_ONLY_OPTIONS:
+                raise ScenarioError(path, f"job[{i}].{key}",
+                                    f"is blkgen's own option and fio has none of that name "
+                                    "(scenario.workload is \"fio\"); run it with "
+                                    "workload = \"blkgen\"")
 
 
 EXPECT_METRICS = SUMMARY_METRICS
@@ -649,7 +673,7 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
                 table = iosched.get(sched, {}) if sched else {}
                 axis = table.get(key[len("iosched/"):]) if isinstance(table, dict) else None
             else:
-                axis = queue.get(key)
+                axis = _short_queue_axis(queue, data, exp.get("device"), key)
             values = [str(v) for v in (axis if isinstance(axis, list) else [axis])
                       if axis is not None]
             if str(value) not in values:
@@ -657,6 +681,23 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
                                     f"{value} is not run by the short form (its values: "
                                     f"{', '.join(values) or 'not set'}){hint}")
     return True
+
+
+def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str | None,
+                      key: str) -> Any:
+    """The values of queue attribute `key` the short form runs: those of the
+    expectation's device's [device.queue] if it sets the key, else those of
+    [queue] (with no device named, every kept device's values count)."""
+    values: list[Any] = []
+    tables = data.get("device") if isinstance(data.get("device"), list) else []
+    for table in tables:
+        if not isinstance(table, dict) or (device is not None and table.get("name") != device):
+            continue
+        own = table.get("queue")
+        axis = own.get(key) if isinstance(own, dict) and key in own else queue.get(key)
+        if axis is not None:
+            values += axis if isinstance(axis, list) else [axis]
+    return values or queue.get(key)
 
 
 def load(path: str | Path, check_profiles: bool = True, short: bool = False,
@@ -769,6 +810,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
     jobs = _parse_jobs(shown, data)
+    if workload == "fio":
+        _check_fio_options(shown, jobs)
     expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
     if mode_override is not None:
         mode, why = mode_override, "--mode deterministic"
@@ -802,13 +845,24 @@ def _slug(pairs: tuple[tuple[str, str], ...]) -> str:
     return "".join(f".{k}={re.sub(r'[^A-Za-z0-9_.-]', '_', v)}" for k, v in pairs)
 
 
+def device_queue_axes(scenario: Scenario, device: Device) -> dict[str, list[str]]:
+    """The [queue] axes of one device's cells: the scenario's, with each of
+    the device's own [device.queue] attributes replacing the one of that
+    name in place or, if new, added after them."""
+    axes = dict(scenario.queue_axes)
+    for key, values in device.queue_axes:
+        axes[key] = list(values)
+    return axes
+
+
 def expand_cells(scenario: Scenario) -> list[Cell]:
     """Every (device, scheduler, queue tunables, iosched tunables, seed,
     repeat) combination, in a stable order with stable ids."""
     cells = []
     for device in scenario.devices:
+        queue_axes = device_queue_axes(scenario, device)
         for sched in scenario.schedulers:
-            for queue in _combinations(scenario.queue_axes):
+            for queue in _combinations(queue_axes):
                 for iosched in _combinations(scenario.iosched_axes.get(sched, {})):
                     for seed in scenario.seeds:
                         for repeat in range(scenario.repeats):

@@ -1,10 +1,11 @@
 """The results channel parser and cell result helpers."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from blklab import channel, results
+from blklab import channel, results, scenario
 from blklab.cell import scheduler_in_effect
 
 
@@ -119,3 +120,30 @@ def test_kernel_warnings_are_picked_from_the_console():
         "WARNING: CPU: 3 PID: 37 at arch/x86/kernel/traps.c:1089 exc_debug",
         "BUG: unable to handle page fault for address: 0000"]
     assert kernel_warnings("[ 1.0] all fine\n") == []
+
+
+def test_resume_runs_only_cells_without_an_ok_result(tmp_path):
+    from blklab import runner
+    from blklab.cell import cell_json_path
+
+    s = scenario.load(Path(__file__).resolve().parents[2] / "scenarios" / "default.toml",
+                      check_profiles=False)
+    cells = s.cells()[:5]
+    assert len(cells) == 5
+    ok, failed, torn, foreign, missing = cells
+
+    def put(cell, status):
+        results.write_atomic(cell_json_path(tmp_path, cell.id),
+                             results.CellResult(cell.id, status, None, {}).to_json())
+
+    put(ok, "ok")
+    put(failed, "failed")
+    put(torn, "ok")
+    p = cell_json_path(tmp_path, torn.id)
+    p.write_text(p.read_text()[:30])  # killed mid-write without the rename
+    cell_json_path(tmp_path, foreign.id).write_text(json.dumps({"status": "ok"}))
+    assert [c.id for c in runner.pending_cells(tmp_path, cells)] == [
+        c.id for c in (failed, torn, foreign, missing)]
+    put(failed, "ok")  # the rerun's result replaces the failed one
+    assert failed not in runner.pending_cells(tmp_path, cells)
+    assert runner.pending_cells(tmp_path, []) == []

@@ -100,6 +100,76 @@ fifo_batch = 16
     assert {c.seed for c in cells} == {7, 8}
 
 
+def test_device_queue_replaces_the_scenario_axis_for_that_device(tmp_path):
+    text = """
+[scenario]
+schedulers = ["none"]
+
+[queue]
+read_ahead_kb = [128, 4096]
+nr_requests = 64
+
+[[device]]
+name = "ssd"
+kind = "nvme"
+profile = "zero-latency"
+
+[[device]]
+name = "hdd"
+kind = "ide-hd"
+profile = "zero-latency"
+queue = {read_ahead_kb = 1024, max_sectors_kb = [64, 256]}
+
+[[job]]
+name = "j"
+rw = "randread"
+"""
+    s = scenario.load(write(tmp_path, text))
+    by_device: dict[str, list] = {}
+    for c in s.cells():
+        by_device.setdefault(c.device.name, []).append(c)
+    assert [c.queue for c in by_device["ssd"]] == [
+        (("read_ahead_kb", "128"), ("nr_requests", "64")),
+        (("read_ahead_kb", "4096"), ("nr_requests", "64"))]
+    # the device's read_ahead_kb replaces the axis in place; its new key comes after
+    assert [c.queue for c in by_device["hdd"]] == [
+        (("read_ahead_kb", "1024"), ("nr_requests", "64"), ("max_sectors_kb", "64")),
+        (("read_ahead_kb", "1024"), ("nr_requests", "64"), ("max_sectors_kb", "256"))]
+    assert by_device["hdd"][1].id == "hdd.none.read_ahead_kb=1024.nr_requests=64.max_sectors_kb=256.r0"
+
+
+def test_short_form_checks_expectation_tunables_against_the_device_queue(tmp_path):
+    text = """
+[scenario]
+schedulers = ["none"]
+
+[[device]]
+name = "d0"
+kind = "nvme"
+profile = "zero-latency"
+queue = {nr_requests = [64, 256]}
+
+[[job]]
+name = "j"
+rw = "randread"
+
+[[expect]]
+what = "x"
+metric = "iops"
+device = "d0"
+left = {tunables = {nr_requests = 256}}
+right = {tunables = {nr_requests = 64}}
+op = ">"
+source = "block/blk-mq.c: blk_mq_update_nr_requests"
+"""
+    s = scenario.load(write(tmp_path, text + "[short]\nrepeats = 1\n"), short=True)
+    assert len(s.expectations) == 1
+    bad = text.replace("queue = {nr_requests = [64, 256]}", "queue = {nr_requests = 64}")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(write(tmp_path, bad + "[short]\nrepeats = 1\n", "b.toml"), short=True)
+    assert e.value.key == "expect[0].left.tunables.nr_requests"
+
+
 def test_job_args_render_fio_style(tmp_path):
     text = MINIMAL.replace('rw = "randread"', 'rw = "randread"\nbs = "4k"\niodepth = 32\n'
                            'direct = true\ntime_based = false')
@@ -155,6 +225,14 @@ BAD = [
     ("[queue]\nnr_requests = []\n" + MINIMAL, "queue.nr_requests", "empty list"),
     ("[queue]\nnr_requests = [64, 64]\n" + MINIMAL, "queue.nr_requests", "same value twice"),
     ("[queue]\nNR = 1\n" + MINIMAL, "queue.NR", "not a sysfs attribute name"),
+    ("[scenario]\nworkload = \"fio\"\n" + MINIMAL.replace('rw = "randread"', 'cgroup_bfq_weight = 100'),
+     "job[0].cgroup_bfq_weight", "is blkgen's own option"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nqueue = 3'), "device[0].queue",
+     "must be a table"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nqueue = {scheduler = "bfq"}'),
+     "device[0].queue.scheduler", "scenario.schedulers"),
+    (MINIMAL.replace('kind = "nvme"', 'kind = "nvme"\nqueue = {nr_requests = []}'),
+     "device[0].queue.nr_requests", "empty list"),
     ("[queue]\nnr_requests = 1.5\n" + MINIMAL, "queue.nr_requests", "must be an integer"),
     ("[scenario]\nschedulers = [\"none\"]\n[iosched.kyber]\nread_lat_nsec = 1\n" + MINIMAL,
      "iosched.kyber", "not in scenario.schedulers"),
