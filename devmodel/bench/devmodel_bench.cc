@@ -13,6 +13,7 @@
 #include "devmodel/hdd.h"
 #include "devmodel/ssd.h"
 #include "devmodel/zero.h"
+#include "item_pool.h"
 #include "rng.h"
 #include "test_util.h"
 
@@ -75,6 +76,48 @@ void BM_Ssd1TiBSteadyMixed(benchmark::State& state) {
   RunMixed(state, SteadySsd(), 100000, &now, &rng);  // 10K IOPS: sustainable with GC
 }
 BENCHMARK(BM_Ssd1TiBSteadyMixed);
+
+// The floor under BM_Ssd1TiBSteadyMixed on this host: one uniformly random
+// 4-byte load per iteration from a 1 GiB table in 2 MiB huge-page chunks,
+// as the 1 TiB drive's L2P is held (SparseMap regions in ItemPool chunks).
+// Every SSD read does one such load; every write does more (the old
+// mapping, its block's P2L slot, GC's moves). dependent:0 lets the CPU
+// overlap the loads of successive iterations; dependent:1 makes each
+// address depend on the load before it, as in the model, where a request's
+// completion time (die and channel timelines) depends on its mapping.
+void BM_RandomLoad1GiBFloor(benchmark::State& state) {
+  constexpr std::size_t kChunk = internal::ItemPool::kChunkAlign;
+  constexpr std::size_t kPerChunk = kChunk / sizeof(std::uint32_t);
+  constexpr std::size_t kChunks = (std::size_t{1} << 30) / kChunk;
+  static internal::ItemPool pool(kChunk);
+  static std::vector<std::uint32_t*> table = [] {
+    std::vector<std::uint32_t*> t;
+    for (std::size_t i = 0; i < kChunks; ++i) {
+      auto* chunk = static_cast<std::uint32_t*>(pool.Allocate());
+      for (std::size_t j = 0; j < kPerChunk; ++j) chunk[j] = static_cast<std::uint32_t>(j);
+      t.push_back(chunk);
+    }
+    return t;
+  }();
+  internal::Rng rng(6);
+  std::uint32_t sum = 0;
+  if (state.range(0) == 1) {
+    for (auto _ : state) {
+      // (sum & 1) flips the lowest index bit: the address is known only
+      // once the load before has arrived
+      const std::uint64_t i = rng.Below(kChunks * kPerChunk) ^ (sum & 1);
+      sum += table[i / kPerChunk][i % kPerChunk];
+    }
+  } else {
+    for (auto _ : state) {
+      const std::uint64_t i = rng.Below(kChunks * kPerChunk);
+      sum += table[i / kPerChunk][i % kPerChunk];
+    }
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RandomLoad1GiBFloor)->ArgName("dependent")->Arg(0)->Arg(1);
 
 void BM_HddFifoRandom(benchmark::State& state) {
   static std::unique_ptr<Device> hdd = [] {
