@@ -16,7 +16,8 @@ report, exits on its own, or does not answer a qtest command in --timeout s.
   qtest_fuzz.py minimize FAMILY FILE OUT
   qtest_fuzz.py distill FAMILY OUT FILE...   a small corpus from many inputs
   qtest_fuzz.py selftest               the harness sees a crash, an abort,
-                                       a hang, and runs are reproducible
+                                       a hang, a busy process, and runs are
+                                       reproducible
 
 FAMILY: nvme, ahci, ide. Output: build/fuzz/qtest/<family>/ (crash-*.bin,
 crash-*.txt with the verdict, QEMU's stderr and the minimised operations;
@@ -30,6 +31,7 @@ import argparse
 import os
 import pathlib
 import signal
+import subprocess
 import sys
 import time
 
@@ -39,7 +41,7 @@ from blkfuzz import fuzzinput, runner           # noqa: E402
 from blkfuzz.ahci import Ahci                    # noqa: E402
 from blkfuzz.ide import Ide                      # noqa: E402
 from blkfuzz.nvme import Nvme                    # noqa: E402
-from blkfuzz.qtest import QemuGone, QTestVM      # noqa: E402
+from blkfuzz.qtest import BUSY_SHARE, QemuGone, QTestVM, cpu_share  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -207,8 +209,9 @@ def cmd_distill(args):
 
 def cmd_selftest(args):
     """Shows that the harness detects what it must: an abort from a bad
-    qtest command, QEMU killed mid-run, QEMU that stops answering, and that
-    the same input gives the same operations and verdict twice."""
+    qtest command, QEMU killed mid-run, QEMU that stops answering, a process
+    spinning on the CPU, and that the same input gives the same operations
+    and verdict twice."""
     work = out_dir("selftest")
     work.mkdir(parents=True, exist_ok=True)
     base = ["-machine", "pc,accel=qtest", "-m", "16M"]
@@ -256,7 +259,24 @@ def cmd_selftest(args):
         expect("QEMU stops answering", vm.verdict(gone, backtrace=False),
                {"hang"})
 
-    # 4. A healthy QEMU is "ok", and the same input runs the same way twice.
+    # 4. The busy-loop check's measure: a process spinning on the CPU and
+    # one asleep (run_input() below shows an idle QEMU is not "busy").
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    nap = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.2)
+        busy, idle = cpu_share(spin.pid, 1.0), cpu_share(nap.pid, 1.0)
+    finally:
+        spin.kill()
+        nap.kill()
+        spin.wait()
+        nap.wait()
+    good = busy >= BUSY_SHARE > idle
+    ok &= good
+    print(f"{'ok  ' if good else 'FAIL'} CPU share of a spinning process {busy:.0%}, "
+          f"of a sleeping one {idle:.0%} (busy from {BUSY_SHARE:.0%})")
+
+    # 5. A healthy QEMU is "ok", and the same input runs the same way twice.
     for family, cls in FAMILIES.items():
         inp = fuzzinput.seeded(SELFTEST_SEED, 80)
         a = runner.run_input(cls, inp, args.qemu, work, args.timeout, trace=True)

@@ -9,8 +9,9 @@ accesses. stderr goes to a file and is classified when the run ends.
 
 A run ends in one verdict (`Verdict`): "ok", or a failure kind with the lines
 that show it. QEMU dying by a signal, an assertion or abort message, a
-sanitizer report, QEMU exiting on its own, or no answer within the timeout
-("hang") are failures. Not thread-safe; one VM per thread.
+sanitizer report, QEMU exiting on its own, no answer within the timeout
+("hang"), or QEMU that keeps using the CPU once the guest is done ("busy")
+are failures. Not thread-safe; one VM per thread.
 """
 
 import ctypes
@@ -40,19 +41,40 @@ def _die_with_parent():
 
 STARTUP_TIMEOUT = 90.0              # seconds, for QEMU's first answer
 
+# check_idle(): a glance at QEMU's CPU use; if it was busy, another glance
+# after moving virtual time on, and then a longer look.
+IDLE_GLANCE_S = 0.1
+IDLE_STEP_NS = 10_000_001           # off any timer's period, so no timer is due at once
+IDLE_CONFIRM_S = 1.0
+BUSY_SHARE = 0.4                    # of one CPU: a busy loop on a loaded host still gets this
+
+
+def cpu_seconds(pid):
+    """User + system CPU time a process has used, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_share(pid, seconds):
+    """The share of one CPU `pid` used over the next `seconds`."""
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - before) / seconds
+
 
 class QemuGone(Exception):
     """QEMU stopped answering: it exited (or was killed) or timed out."""
 
     def __init__(self, kind, detail):
         super().__init__(f"{kind}: {detail}")
-        self.kind = kind          # "died" or "hang"
+        self.kind = kind          # "died", "hang" or "busy"
         self.detail = detail
 
 
 @dataclasses.dataclass
 class Verdict:
-    kind: str                     # ok, signal, assert, sanitizer, exit, hang
+    kind: str                     # ok, signal, assert, sanitizer, exit, hang, busy
     detail: str                   # one line: the signal, the message
     stderr_tail: str              # the last lines of QEMU's stderr
     command: str = ""             # the last qtest command sent
@@ -212,6 +234,35 @@ class QTestVM:
 
     # -- the end --
 
+    def check_idle(self):
+        """Raises QemuGone("busy") if QEMU keeps using the CPU with nothing
+        to do. Under qtest no vCPU runs and the virtual clock moves only when
+        told, so once the guest is done a healthy QEMU sleeps in its main
+        loop. A bottom half or timer that re-arms itself forever still lets
+        QEMU answer every command; only its CPU time shows it.
+
+        One thing looks the same and is not a bug: a QEMU_CLOCK_VIRTUAL
+        timer due a few nanoseconds or microseconds after the frozen virtual
+        time (the PIT's next edge, a held completion) makes the main loop
+        poll with that timeout, over and over. So a QEMU seen busy gets
+        another chance after 10 ms of virtual time, as a guest that idles
+        would give it, and is busy only if it still spins then."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            if cpu_share(self.proc.pid, IDLE_GLANCE_S) < BUSY_SHARE:
+                return
+            self.clock_step(IDLE_STEP_NS)
+            if cpu_share(self.proc.pid, IDLE_GLANCE_S) < BUSY_SHARE:
+                return
+            share = cpu_share(self.proc.pid, IDLE_CONFIRM_S)
+        except OSError:             # it exited meanwhile: verdict() says how
+            return
+        if share >= BUSY_SHARE:
+            self.last_command = "(none: idle after the last command)"
+            raise QemuGone("busy", f"QEMU used {share:.0%} of a CPU for {IDLE_CONFIRM_S:g} s "
+                           "after the guest's last command (a busy loop)")
+
     def stop(self):
         """Ends QEMU as a user would (SIGTERM), escalating to SIGKILL."""
         if self.proc is None or self.proc.returncode is not None:
@@ -249,7 +300,7 @@ class QTestVM:
         `gone` is the QemuGone that ended the run, if one did. A QEMU that
         answered to the end must exit with status 0 on SIGTERM.
         """
-        hung = gone is not None and gone.kind == "hang"
+        hung = gone is not None and gone.kind in ("hang", "busy")
         stacks = ""
         if hung and self.proc.poll() is None and backtrace:
             stacks = self.backtrace()
@@ -276,6 +327,8 @@ class QTestVM:
         fatal = [ln for ln in lines if FATAL_RE.search(ln)]
         last = self.last_command
 
+        if hung and gone.kind == "busy":
+            return Verdict("busy", gone.detail, stacks or tail, last)
         if hung:
             return Verdict("hang", f"no answer to {last!r}: {gone.detail}",
                            stacks or tail, last)

@@ -101,6 +101,7 @@ def run_input(family_cls, inp, qemu, workdir, timeout=10.0, trace=False,
                 if trace:
                     lines.append(f"{i:5d} {desc}")
             fam.finish(vm)
+            vm.check_idle()
         except QemuGone as e:
             gone = e
             if trace and done < len(records):
@@ -240,8 +241,9 @@ class Fuzzer:
                 f"failed at record {result.failed_at} of {len(inp.records)}",
                 f"last qtest command: {v.command}", "", "QEMU stderr (tail):",
                 *stderr.splitlines()[-40:]]
-        if v.kind == "hang":
-            note += ["", "QEMU's main thread when it stopped answering:",
+        if v.kind in ("hang", "busy"):
+            note += ["", "QEMU's main thread when it stopped answering:" if v.kind == "hang"
+                     else "QEMU's main thread in its busy loop:",
                      v.stderr_tail]
         if sig not in self.failures and minimize_s > 0:
             small = minimize(self.family_cls, inp, self.qemu, self.out / "work",
