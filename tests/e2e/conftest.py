@@ -83,6 +83,7 @@ kind = "ide-hd"
 backing = "file"
 size_gib = 4
 rotation_rate = 7200
+queue = {read_ahead_kb = 256}
 """
 
 SPINE_JOB = randread("2s", iodepth=32, name="randread")

@@ -56,6 +56,8 @@ def test_guest_facts(four_schedulers):
         kind = c["request"]["device"]["kind"]
         queue = c["in_effect"]["queue"]
         default = c["guest"]["device"]["default_scheduler"]
+        # hdd0's own [queue] attribute reached its cells only
+        assert queue["read_ahead_kb"] == ("128" if kind == "nvme" else "256")
         if kind == "nvme":
             assert queue["rotational"] == "0"
             assert int(queue["nr_hw_queues"]) == 2  # one per vCPU
