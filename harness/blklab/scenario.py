@@ -462,7 +462,7 @@ def _check_fio_options(path: str, jobs: list[Job]) -> None:
         for key, _ in job.options:
             if key.replace("-", "_") in BLKGEN_ONLY_OPTIONS:
                 raise ScenarioError(path, f"job[{i}].{key}",
-                                    f"is blkgen's own option and fio has none of that name "
+                                    "is blkgen's own option and fio has none of that name "
                                     "(scenario.workload is \"fio\"); run it with "
                                     "workload = \"blkgen\"")
 
