@@ -47,9 +47,19 @@ def profile_capacity(name):
     return _capacity_cache[name]
 
 
+HOST_LATENCIES_NS = [0, 0, 0, 0, 0, 200_000, 2_000_000, 0]   # by header byte 3 % 8
+
+
 class Header:
     """The choices an input's header bytes make; bytes 0-5 are common, the
     rest belong to the family."""
+
+    @staticmethod
+    def without_slow_host(data):
+        """`data` with byte 3 choosing no host latency, all else kept."""
+        out = bytearray(data)
+        out[3] -= out[3] % 8    # index 0 of HOST_LATENCIES_NS
+        return bytes(out)
 
     def __init__(self, data):
         self.raw = data
@@ -63,7 +73,7 @@ class Header:
             capacity + (1 << 20), (1 << 20) + 7 * 512, capacity, capacity,
         ][data[2] % 8]
         # Host I/O slower than the model sometimes (null-co latency, host ns).
-        self.host_latency_ns = [0, 0, 0, 0, 0, 200_000, 2_000_000, 0][data[3] % 8]
+        self.host_latency_ns = HOST_LATENCIES_NS[data[3] % 8]
         self.read_zeroes = data[4] % 8 != 7
         self.q35 = data[5] % 4 == 3
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from . import fuzzinput
+from .common import Header
 from .qtest import QemuGone, QTestVM
 
 TRACE_RE = re.compile(rb"^(?:\d+@[0-9.]+:)?([a-z][a-z0-9_]*) ", re.M)
@@ -213,9 +214,7 @@ class Fuzzer:
             inp = fuzzinput.mutate(r, r.choice(self.corpus), self.corpus,
                                    self.max_records)
         if not self.slow_host:
-            header = bytearray(inp.header)
-            header[3] &= 0xF8       # Header.host_latency_ns: 0
-            inp = fuzzinput.Input(bytes(header), inp.records)
+            inp = fuzzinput.Input(Header.without_slow_host(inp.header), inp.records)
         return inp
 
     def note_coverage(self, inp, result):
