@@ -193,9 +193,30 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
 
     result.error = _failure(cell, result, data, vm_error, console)
     result.status = "failed" if result.error else "ok"
+    if result.in_effect:
+        result.in_effect["adjusted"] = adjusted_tunables(cell, result.in_effect)
+        for a in result.in_effect["adjusted"]:
+            log.warning("cell %s: %s=%s was written, the kernel has %s", cell.id,
+                        a["tunable"], a["asked"], a["in_effect"])
     if result.error:
         log.warning("cell %s failed: %s", cell.id, result.error)
     return result, keep
+
+
+def adjusted_tunables(cell: Cell, in_effect: dict[str, Any]) -> list[dict[str, str]]:
+    """The tunables the guest wrote without an error but reads back with
+    another value: the kernel adjusted them (queue_requests_store() raises
+    nr_requests below BLKDEV_MIN_RQ to 4, for example). The cell still runs
+    with what the kernel has; its id keeps the value asked for."""
+    out = []
+    for path, asked in cell.tunables():
+        if path.startswith("iosched/"):
+            now = in_effect.get("iosched", {}).get(path[len("iosched/"):])
+        else:
+            now = in_effect.get("queue", {}).get(path)
+        if now is not None and now.strip() != str(asked).strip():
+            out.append({"tunable": path, "asked": str(asked), "in_effect": now.strip()})
+    return out
 
 
 def kernel_warnings(console: str) -> list[str]:

@@ -220,6 +220,11 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 <table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 {% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}
+{% if d.adjusted %}<h3>Tunables the kernel adjusted</h3>
+<p class="note">Written without an error, read back with another value; these cells ran with the kernel's.</p>
+<table class="adjusted"><tr><th class="l">cell</th><th class="l">tunable</th><th>written</th><th>in effect</th></tr>
+{% for a in d.adjusted %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.tunable }}</td><td>{{ a.asked }}</td><td>{{ a.in_effect }}</td></tr>
+{% endfor %}</table>{% endif %}
 {% if d.failed %}<h3>Failed cells</h3><table><tr><th class="l">cell</th><th class="l">error</th><th class="l">console log</th></tr>
 {% for f in d.failed %}<tr><td class="l failed">{{ f.cell_id }}</td><td class="l">{{ f.error }}</td><td class="l">{{ f.log }}</td></tr>
 {% endfor %}</table>{% endif %}
@@ -284,7 +289,9 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
                    "log": c.get("files", {}).get("console_log", "")}
                   for c in dcells if c["status"] != "ok"]
-        devices.append({"name": name, "rows": table, "plots": plots,
+        adjusted = [dict(a, cell_id=c["cell_id"]) for c in ok_cells
+                    for a in (c.get("in_effect") or {}).get("adjusted", [])]
+        devices.append({"name": name, "rows": table, "plots": plots, "adjusted": adjusted,
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
                         "btt": btt, "btt_keys": btt_keys,

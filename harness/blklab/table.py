@@ -29,6 +29,13 @@ def _rows(cells: list[dict[str, Any]]) -> dict[str, list[tuple[str, ...]]]:
     return by_device
 
 
+def adjusted_notes(cells: list[dict[str, Any]]) -> list[str]:
+    """One line per tunable a cell wrote and the kernel changed."""
+    return [f"note: {c['cell_id']}: {a['tunable']} was written as {a['asked']}, "
+            f"the kernel has {a['in_effect']}"
+            for c in cells for a in (c.get("in_effect") or {}).get("adjusted", [])]
+
+
 def render(cells: list[dict[str, Any]]) -> str:
     out = []
     for title, rows in _rows(cells).items():
@@ -44,4 +51,7 @@ def render(cells: list[dict[str, Any]]) -> str:
             out.append("  ".join(v.ljust(w) if i < 3 else v.rjust(w)
                                  for i, (v, w) in enumerate(zip(r, widths))))
         out.append("")
+    notes = adjusted_notes(cells)
+    if notes:
+        out.extend(notes + [""])
     return "\n".join(out)

@@ -147,3 +147,43 @@ def test_resume_runs_only_cells_without_an_ok_result(tmp_path):
     put(failed, "ok")  # the rerun's result replaces the failed one
     assert failed not in runner.pending_cells(tmp_path, cells)
     assert runner.pending_cells(tmp_path, []) == []
+
+
+def test_a_tunable_the_kernel_changed_is_recorded_shown_and_reported(tmp_path):
+    from blklab import report, table
+    from blklab.cell import adjusted_tunables
+
+    path = tmp_path / "s.toml"
+    path.write_text('[scenario]\nschedulers = ["bfq"]\n'
+                    '[[device]]\nname = "d0"\nkind = "nvme"\nprofile = "zero-latency"\n'
+                    '[queue]\nnr_requests = [2, 64]\nread_ahead_kb = 256\n'
+                    '[iosched.bfq]\nslice_idle = 0\n'
+                    '[[job]]\nname = "j"\nrw = "randread"\n')
+    two, sixty_four = scenario.load(path).cells()
+    # What queue_requests_store() does with 2 (BLKDEV_MIN_RQ is 4): the
+    # cell records it; a value read back as written is not listed.
+    in_effect = {"scheduler": "bfq", "iosched": {"slice_idle": "0"},
+                 "queue": {"nr_requests": "4\n", "read_ahead_kb": "256"}}
+    adjusted = adjusted_tunables(two, in_effect)
+    assert adjusted == [{"tunable": "nr_requests", "asked": "2", "in_effect": "4"}]
+    assert adjusted_tunables(sixty_four, {"scheduler": "bfq", "iosched": {"slice_idle": "0"},
+                                          "queue": {"nr_requests": "64",
+                                                    "read_ahead_kb": "256"}}) == []
+    # An attribute the guest did not read back is not a difference.
+    assert adjusted_tunables(two, {"scheduler": "bfq", "iosched": {}, "queue": {}}) == []
+    assert adjusted_tunables(two, dict(in_effect, iosched={"slice_idle": "8"}))[-1] == \
+        {"tunable": "iosched/slice_idle", "asked": "0", "in_effect": "8"}
+
+    cell = {"cell_id": two.id, "status": "ok", "guest": {},
+            "in_effect": dict(in_effect, adjusted=adjusted),
+            "request": {"device": {"name": "d0", "kind": "nvme", "backing": "null"},
+                        "scheduler": "bfq", "tunables": {"nr_requests": "2"}},
+            "summary": [{"job": "j", "direction": "read", "iops": 10.0, "bw_bytes": 40960,
+                         "total_ios": 10, "clat_mean_ns": 1000, "clat_p50_ns": 1000,
+                         "clat_p99_ns": 2000, "clat_p99.9_ns": 3000}],
+            "workload": {"jobs": []}}
+    assert (f"note: {two.id}: nr_requests was written as 2, the kernel has 4"
+            in table.render([cell]).splitlines())
+    html = report.render(Path("run"), [cell], {"mode": "deterministic"}, [])
+    assert (f"<tr><td class=\"l\">{two.id}</td><td class=\"l\">nr_requests</td>"
+            "<td>2</td><td>4</td></tr>") in html

@@ -112,3 +112,24 @@ def test_lab_scheduler_switch_log(built, tmp_path_factory):
         assert worst > 5 * cs.baseline_p99_ns
     proc = run_blklab("switches", str(run))
     assert proc.returncode == 0 and "switches, 0 failed" in proc.stdout
+
+
+def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
+    """block/blk-sysfs.c: queue_requests_store() raises nr_requests below
+    BLKDEV_MIN_RQ (4) to 4, although the kernel's own default for a depth-1
+    disk is 2 (blk_mq_init_sched). Each cell records what the kernel changed,
+    and the run's table says it."""
+    from blklab import table
+
+    cells = cells_of(short_run("hdd-sorting-nr-requests", tmp_path_factory))
+    assert len(cells) == 6
+    for cell in cells.values():
+        asked = cell["request"]["tunables"]["nr_requests"]
+        assert cell["in_effect"]["queue"]["nr_requests"] == ("4" if asked == "2" else "64")
+        expected = ([{"tunable": "nr_requests", "asked": "2", "in_effect": "4"}]
+                    if asked == "2" else [])
+        assert cell["in_effect"]["adjusted"] == expected, cell["cell_id"]
+    notes = [line for line in table.render(list(cells.values())).splitlines()
+             if line.startswith("note: ")]
+    assert len(notes) == 3 and all(n.endswith("nr_requests was written as 2, the kernel has 4")
+                                   for n in notes), notes
