@@ -9,6 +9,7 @@ device x scheduler x tunable combination x seed x repeat.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import hashlib
 import itertools
 import json
@@ -176,9 +177,16 @@ class Scenario:
     short: bool = False  # the short form: [short] applied (see _short_form)
     switch_schedulers: tuple[str, ...] = ()  # see Cell
     switch_interval_ms: int = 0
+    # Cell id patterns (fnmatch) of the cells to run; () = every cell.
+    # Set by [short] cells only.
+    cell_patterns: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
-        return expand_cells(self)
+        cells = expand_cells(self)
+        if self.cell_patterns:
+            cells = [c for c in cells if any(fnmatch.fnmatchcase(c.id, pat)
+                                             for pat in self.cell_patterns)]
+        return cells
 
 
 class _Reader:
@@ -574,15 +582,21 @@ SHORT_KEYS = {
     "queue": "the whole [queue] table",
     "iosched": "the whole [iosched] table",
     "job": "per job name, options to set or replace ([short.job.NAME])",
+    "cells": "cell id patterns (* and ? as in a shell): run only the matching cells",
 }
 
 
-def _short_form(path: str, data: dict[str, Any]) -> dict[str, Any]:
+def _short_form(path: str, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The scenario's data with [short] applied: fewer cells and less
     virtual time, for `blklab run --short` (make test). Expectations with
     short = false are left out; every other one must select only cells the
-    short form runs. Returns a copy; `data` is not changed."""
+    short form runs. Returns a copy (`data` is not changed) and the
+    patterns of short.cells (checked against the cells in load)."""
     r = _Reader(path, _table(path, data, "short"), "short")
+    patterns = r.get("cells", list, [])
+    if "cells" in r.table and (not patterns or not all(isinstance(x, str) and x
+                                                       for x in patterns)):
+        raise r.error("cells", "must be a non-empty array of cell id patterns (strings)")
     out = copy.deepcopy(data)
     out.pop("short", None)
     scen = dict(_table(path, out, "scenario"))
@@ -637,7 +651,39 @@ def _short_form(path: str, data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("expect"), list):
         out["expect"] = [e for i, e in enumerate(out["expect"])
                          if _kept_in_short_form(path, i, e, scen, names, out)]
-    return out
+    return out, tuple(patterns)
+
+
+def _check_short_cells(path: str, scenario: Scenario) -> None:
+    """short.cells: each pattern matches a cell of the short form's matrix,
+    and each expectation it keeps still selects a cell on every side."""
+    every = expand_cells(scenario)
+    for i, pat in enumerate(scenario.cell_patterns):
+        if not any(fnmatch.fnmatchcase(c.id, pat) for c in every):
+            shown = ", ".join(c.id for c in every[:4]) + (", ..." if len(every) > 4 else "")
+            raise ScenarioError(path, f"short.cells[{i}]", f"'{pat}' matches no cell of the "
+                                f"short form (its cells: {shown})")
+    kept = scenario.cells()
+    hint = "; set short = false on this expectation or add its cells to short.cells"
+    for i, exp in enumerate(scenario.expectations):
+        names = [exp.device] if exp.device else [d.name for d in scenario.devices]
+        for side, sel in (("left", exp.left), ("right", exp.right)):
+            if sel is None:
+                continue
+            for name in names:
+                if not any(c.device.name == name and _selects(sel, c) for c in kept):
+                    raise ScenarioError(path, f"expect[{i}].{side}",
+                                        f"selects no cell that short.cells runs "
+                                        f"(device {name}){hint}")
+
+
+def _selects(sel: Selector, cell: Cell) -> bool:
+    """Whether an expectation's selector picks this cell (as
+    expectations._matches does with a cell's results)."""
+    if sel.scheduler is not None and cell.scheduler != sel.scheduler:
+        return False
+    tunables = dict(cell.tunables())
+    return all(tunables.get(k) == v for k, v in sel.tunables)
 
 
 def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devices: list,
@@ -739,13 +785,15 @@ def load(path: str | Path, check_profiles: bool = True, short: bool = False,
                       mode_override=mode)
     if not short and "short" not in data:
         return scenario
-    short_data = _short_form(shown, data)
+    short_data, patterns = _short_form(shown, data)
     try:
         short_scenario = _parse(shown, p, blob, short_data, check_profiles and short,
                                 short=True, mode_override=mode)
     except ScenarioError as e:
         raise ScenarioError(e.path, e.key, f"{e.message} (in the short form, with [short] "
                             "applied)") from None
+    short_scenario.cell_patterns = patterns
+    _check_short_cells(shown, short_scenario)
     return short_scenario if short else scenario
 
 

@@ -127,6 +127,15 @@ def test_without_short_table_short_form_is_the_full_form(tmp_path):
             == [c.id for c in scenario.load(path).cells()])
 
 
+def test_short_cells_runs_the_matching_cells_only(tmp_path):
+    text = SCENARIO.replace('repeats = 1\n', 'repeats = 1\ncells = ["*.none.*", "*=250000.r?"]\n', 1)
+    s = scenario.load(write(tmp_path, text), short=True)
+    assert [c.id for c in s.cells()] == [
+        "nvme0.none.nr_requests=256.r0",
+        "nvme0.kyber.nr_requests=256.read_lat_nsec=250000.r0"]
+    assert len(scenario.load(write(tmp_path, text)).cells()) == 2 * (2 + 2 + 4) * 2 * 3
+
+
 @pytest.mark.parametrize("change,key,words", [
     (('right = {scheduler = "none"}\nshort = false', 'right = {scheduler = "none"}'),
      "expect[1].left.scheduler", "'mq-deadline' is not run"),
@@ -139,6 +148,13 @@ def test_without_short_table_short_form_is_the_full_form(tmp_path):
      "short.job.writer.name", "keeps its name"),
     (('job.writer = {startdelay', 'job.w = {startdelay'), "short.job.w", "no [[job]]"),
     (('repeats = 1\n', 'repeats = 0\n'), "scenario.repeats", "(in the short form"),
+    (('repeats = 1\n', 'repeats = 1\ncells = ["*.bfq.*"]\n'), "short.cells[0]",
+     "'*.bfq.*' matches no cell of the short form (its cells: nvme0.none.nr_requests=256.r0"),
+    (('repeats = 1\n', 'repeats = 1\ncells = []\n'), "short.cells", "non-empty array"),
+    (('repeats = 1\n', 'repeats = 1\ncells = [3]\n'), "short.cells", "cell id patterns"),
+    # The kyber expectation's 250 us cell is not among the cells kept.
+    (('repeats = 1\n', 'repeats = 1\ncells = ["*.none.*", "*=2000000.r0"]\n'),
+     "expect[0].left", "selects no cell that short.cells runs (device nvme0)"),
 ])
 def test_bad_short_forms(tmp_path, change, key, words):
     old, new = change
