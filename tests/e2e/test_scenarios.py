@@ -4,7 +4,7 @@ keeps must hold). The labs in docs/labs/ run these same commands, so this
 tests them too, with two checks of their own: the scheduler defaults the
 guest kernel reports (lab 1) and the scheduler-switch log (lab 8).
 
-Budget: all short forms together at most 12 minutes of wall time on an idle
+Budget: all short forms together at most 15 minutes of wall time on an idle
 2-core machine with 2 cells in parallel; each test prints its run's time
 (measured figures: scenarios/README.md, "The short form")."""
 
