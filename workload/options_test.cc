@@ -648,7 +648,7 @@ TEST(JobFileTest, ErrorsNameFileAndLine) {
       // Binary files get one line that does not quote their bytes.
       {std::string("[a]\nbs=4k\0\xff\n", 11),
        "f.fio:2: not a text job file: control character 0x00 at column 6"},
-      {"\x8a\x8f51\n", "f.fio:1: not a text job file: byte 0x8a at column 1 is not UTF-8"},
+      {"\x8a\x8f" "51\n", "f.fio:1: not a text job file: byte 0x8a at column 1 is not UTF-8"},
       {"; caf\xc3\xa9\n[a]\nbogus=1\n", "f.fio:3: unknown option 'bogus'"},  // UTF-8 is text
   };
   for (const auto& c : cases) {
