@@ -39,12 +39,7 @@ class Outcome:
 
 def _matches(cell: dict[str, Any], device: str, sel: Selector) -> bool:
     req = cell["request"]
-    if req["device"]["name"] != device:
-        return False
-    if sel.scheduler is not None and req["scheduler"] != sel.scheduler:
-        return False
-    tunables = req["tunables"]
-    return all(tunables.get(k) == v for k, v in sel.tunables)
+    return req["device"]["name"] == device and sel.picks(req["scheduler"], req["tunables"])
 
 
 def _value(cells: list[dict[str, Any]], device: str, sel: Selector, exp: Expectation

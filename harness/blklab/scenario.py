@@ -132,6 +132,13 @@ class Selector:
     job: str | None = None
     tunables: tuple[tuple[str, str], ...] = ()
 
+    def picks(self, scheduler: str, tunables: dict[str, str]) -> bool:
+        """Whether a cell run under `scheduler` with `tunables` (path under
+        queue/ -> value) is one of this selector's."""
+        if self.scheduler is not None and scheduler != self.scheduler:
+            return False
+        return all(tunables.get(k) == v for k, v in self.tunables)
+
 
 @dataclass(frozen=True)
 class Expectation:
@@ -657,6 +664,8 @@ def _short_form(path: str, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[
 def _check_short_cells(path: str, scenario: Scenario) -> None:
     """short.cells: each pattern matches a cell of the short form's matrix,
     and each expectation it keeps still selects a cell on every side."""
+    if not scenario.cell_patterns:
+        return  # every cell runs: _kept_in_short_form checked the axes
     every = expand_cells(scenario)
     for i, pat in enumerate(scenario.cell_patterns):
         if not any(fnmatch.fnmatchcase(c.id, pat) for c in every):
@@ -671,19 +680,11 @@ def _check_short_cells(path: str, scenario: Scenario) -> None:
             if sel is None:
                 continue
             for name in names:
-                if not any(c.device.name == name and _selects(sel, c) for c in kept):
+                if not any(c.device.name == name and sel.picks(c.scheduler, dict(c.tunables()))
+                           for c in kept):
                     raise ScenarioError(path, f"expect[{i}].{side}",
                                         f"selects no cell that short.cells runs "
                                         f"(device {name}){hint}")
-
-
-def _selects(sel: Selector, cell: Cell) -> bool:
-    """Whether an expectation's selector picks this cell (as
-    expectations._matches does with a cell's results)."""
-    if sel.scheduler is not None and cell.scheduler != sel.scheduler:
-        return False
-    tunables = dict(cell.tunables())
-    return all(tunables.get(k) == v for k, v in sel.tunables)
 
 
 def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devices: list,
