@@ -54,8 +54,8 @@ DEB_PACKAGES := \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git debootstrap \
 	liburing-dev libaio-dev nlohmann-json3-dev libtoml11-dev \
-	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev llvm \
-	python3-pytest python3-numpy python3-scipy python3-jinja2 \
+	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-dev llvm \
+	python3-pytest python3-venv python3-numpy python3-scipy python3-jinja2 \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds qemu-system-x86_64, qemu-img and the disk qtests from Debian's qemu
-# source package plus the patches in qemu-patches/series, caches the result
+# 10.0 source package plus the patches in qemu-patches/series, caches the result
 # in ${BLKLAB_CACHE:-~/.cache/blklab}/qemu/<key>/ and points build/qemu at it.
 # <key> hashes the source and firmware versions, the series, this script, the
 # variant and the libdevmodel sources QEMU links; a cached entry is reused
 # without network access.
+#
+# Every input is pinned by exact version (qemu_pin, meson_pin,
+# firmware_pins below), so Debian 12 and Debian 13 hosts build the same
+# QEMU. The pins are looked up in pin_suites, derived from the host's own
+# apt entries (same mirror, components and keyring; only the suite name
+# changes; scripts/debian-apt.sh).
 #
 # With BLKLAB_QEMU_SANITIZE=1 it builds the sanitizer variant instead: QEMU
 # configured with --enable-sanitizers (AddressSanitizer and
@@ -37,6 +43,15 @@ jobs="${BLKLAB_JOBS:-$(nproc)}"
 # The apt directory and the downloads are shared by both variants; each
 # variant keeps its entries, work trees, logs and lock in entries_root.
 apt_dir="$cache_root/apt"
+# Debian's QEMU 10.0 as trixie ships it (bookworm-backports carries an
+# older 10.0.x). The source has no python/wheels, and QEMU 10.0 needs
+# meson >= 1.5 (bookworm has 1.0): meson_pin is unpacked from its .deb
+# (architecture "all") and used by the build only.
+qemu_pin="1:10.0.13+ds-0+deb13u1"
+meson_pin="1.7.0-1"
+# The suites that have the pins: trixie on a Debian 13 host is its own;
+# a Debian 12 host derives it from its bookworm entry.
+pin_suites=(trixie)
 download_dir="$cache_root/downloads"
 case ${BLKLAB_QEMU_SANITIZE:-0} in
     0) variant=release
@@ -67,19 +82,17 @@ configure_flags=(
     --disable-debug-info
     --disable-install-blobs
 )
-# Added for the sanitizer variant. --enable-sanitizers is QEMU 7.2's configure
-# switch for -fsanitize=address and -fsanitize=undefined, each added only if
-# its probe builds. The UBSan probe never does with GCC 12: configure compiles
-# it with -Wall -Werror and its test program returns malloc'ed memory it never
-# wrote (-Werror=maybe-uninitialized), so -fsanitize=undefined is passed here;
-# check_sanitized stops the build if either is missing. -g1 gives reports
-# file:line without full debug info; frame pointers give ASan's fast unwinder
-# whole allocation and free stacks. UBSan stays recoverable in QEMU's code:
-# the runners set UBSAN_OPTIONS=halt_on_error=1 (tests/sanitizers.env).
+# Added for the sanitizer variant: QEMU 10.0's --enable-asan and
+# --enable-ubsan (-fsanitize=address, -fsanitize=undefined; configure stops
+# if the compiler lacks either); check_sanitized makes sure both reached the
+# build. -g1 gives reports file:line without full debug info; frame pointers
+# give ASan's fast unwinder whole allocation and free stacks. UBSan stays
+# recoverable in QEMU's code: the runners set UBSAN_OPTIONS=halt_on_error=1
+# (tests/sanitizers.env).
 sanitize_configure_flags=(
-    --enable-sanitizers
-    "--extra-cflags=-fsanitize=undefined -g1 -fno-omit-frame-pointer"
-    --extra-ldflags=-fsanitize=undefined
+    --enable-asan
+    --enable-ubsan
+    "--extra-cflags=-g1 -fno-omit-frame-pointer"
 )
 build_targets=(
     qemu-system-x86_64
@@ -113,17 +126,21 @@ sanitize_devmodel_cmake_flags=(
 )
 # Firmware QEMU loads at run time, as package:path from Debian's binary
 # packages: SeaBIOS, the VGA BIOS, and the ROMs of the NICs "pc" and "q35"
-# add by default.
+# add by default. Pinned, as the firmware runs in the guest.
 firmware_packages=(seabios ipxe-qemu)
+declare -A firmware_pins=(
+    [seabios]="1.16.3-2"
+    [ipxe-qemu]="1.21.1+git20250501.dad20602+dfsg-1"
+)
 firmware_files=(
     seabios:/usr/share/seabios/bios-256k.bin
     seabios:/usr/share/seabios/vgabios-stdvga.bin
-    ipxe-qemu:/usr/lib/ipxe/qemu/efi-e1000.rom
-    ipxe-qemu:/usr/lib/ipxe/qemu/efi-e1000e.rom
+    ipxe-qemu:/usr/share/qemu/efi-e1000.rom
+    ipxe-qemu:/usr/share/qemu/efi-e1000e.rom
 )
-# pc-bios/optionrom outputs, built with Debian's debian/optionrom.mak (QEMU's
-# own rule needs a 32-bit libgcc); "-M pc -kernel" loads linuxboot_dma.bin
-# and kvmvapic.bin.
+# pc-bios/optionrom outputs, built with QEMU's own Makefile and the host's
+# compiler (configure looks for an i386 cross compiler and, finding none,
+# skips them); "-M pc -kernel" loads linuxboot_dma.bin and kvmvapic.bin.
 option_roms=(linuxboot.bin linuxboot_dma.bin kvmvapic.bin multiboot.bin
              multiboot_dma.bin pvh.bin)
 
@@ -157,7 +174,7 @@ prepare_apt() {
     local derived stale=0
     mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" \
         "$apt_dir/cache/archives/partial"
-    derived=$(derive_sources)
+    derived=$(derive_sources "${pin_suites[@]}") || exit 1
     grep -q '^deb\|^Types:' <<<"$derived" ||
         die "no enabled Debian entries in /etc/apt/sources.list{,.d}"
     if [[ "$(sed -n '/^--$/q;p' <<<"$derived")" != \
@@ -176,30 +193,44 @@ prepare_apt() {
     fi
 }
 
+# Stops the build because a pinned version is not in the archive indices.
+pin_gone() {
+    die "$1 $2 is not in the archive (suites: $(derived_suites)). It may have
+left it for a newer version. Either bring this build's inputs from a machine
+that has them built: 'blklab image export' there, 'blklab image import FILE'
+here; or pin the version the archive has now in $self (that changes the cache
+key, so every figure measured on the old build must be measured again)"
+}
+
+# Prints the suites of the private apt configuration.
+derived_suites() {
+    {
+        awk '/^deb /{ print ($2 ~ /^\[/) ? $4 : $3 }' "$apt_dir/sources.list"
+        sed -n 's/^Suites: //p' "$apt_dir/sources.list.d/debian.sources"
+    } 2>/dev/null | tr ' ' '\n' | sort -u | tr '\n' ' '
+}
+
 # Sets qemu_version (with epoch), qemu_dsc (file name) and firmware_version
-# from the candidates apt picks.
+# from the pins, after checking that the archive has each of them.
 resolve_versions() {
-    local line plain v p
-    line=$(apt-get "${apt_opts[@]}" source --print-uris qemu 2>/dev/null |
-           awk '$2 ~ /^qemu_.*\.dsc$/ { print $2; exit }')
-    [[ -n $line ]] || die "apt finds no qemu source package"
-    qemu_dsc=$line
-    plain=${line#qemu_}
-    plain=${plain%.dsc}
-    qemu_version=""
-    while read -r v; do
-        if [[ ${v#*:} == "$plain" ]]; then
-            qemu_version=$v
-            break
-        fi
-    done < <(apt-cache "${apt_opts[@]}" showsrc --only-source qemu |
-             sed -n 's/^Version: //p')
-    [[ -n $qemu_version ]] || die "cannot find version of $qemu_dsc"
+    local p
+    qemu_version=$qemu_pin
+    qemu_dsc=$(apt-get "${apt_opts[@]}" source --print-uris "qemu=$qemu_pin" \
+                   2>/dev/null | awk '$2 ~ /^qemu_.*\.dsc$/ { print $2; exit }')
+    [[ -n $qemu_dsc ]] || pin_gone "the qemu source package" "$qemu_pin"
+    archive_has meson "$meson_pin" || pin_gone "meson" "$meson_pin"
     for p in "${firmware_packages[@]}"; do
-        v=$(apt-cache "${apt_opts[@]}" policy "$p" | sed -n 's/^ *Candidate: //p')
-        [[ -n $v && $v != "(none)" ]] || die "apt finds no $p package"
-        firmware_version[$p]=$v
+        archive_has "$p" "${firmware_pins[$p]}" ||
+            pin_gone "$p" "${firmware_pins[$p]}"
+        firmware_version[$p]=${firmware_pins[$p]}
     done
+}
+
+# Whether the archive indices list binary package $1 at version $2.
+archive_has() {
+    local versions
+    versions=$(apt-cache "${apt_opts[@]}" madison "$1" | awk -F' *[|] *' '{ print $2 }')
+    grep -qxF -- "$2" <<<"$versions"
 }
 
 # Prints "package=version" for each firmware package.
@@ -276,6 +307,33 @@ unpack_source() {
     # apt has checked the files against the signed archive indices, so
     # dpkg-source's warning about the unchecked .dsc signature goes to the log.
     dpkg-source --no-copy -x "$download_dir/$qemu_dsc" "$dest" >>"$build_log" 2>&1
+}
+
+# Downloads (once) and unpacks the pinned meson into $1; sets meson_env, the
+# environment under which configure and ninja find it.
+unpack_meson() {
+    local dest=$1 d debs
+    d="$download_dir/meson/$meson_pin"
+    mkdir -p "$d"
+    if ! compgen -G "$d/*.deb" >/dev/null; then
+        (cd "$d" &&
+         apt-get "${apt_opts[@]}" -qq download "meson=$meson_pin" >&2) ||
+            retry_with_fresh_indices
+    fi
+    debs=("$d"/*.deb)
+    dpkg-deb -x "${debs[0]}" "$dest"
+    meson_env=(env "PATH=$dest/usr/bin:$PATH"
+               "PYTHONPATH=$dest/usr/lib/python3/dist-packages")
+}
+
+# Builds the x86 option ROMs of source tree $1 into $2 with QEMU's own
+# Makefile and the host's compiler.
+build_option_roms() {
+    local src=$1 dest=$2
+    mkdir -p "$dest"
+    printf '%s\n' "TOPSRC_DIR=$src" "EXTRA_CFLAGS=-m32" "CC=cc" "CCAS=cc" \
+        "LD=ld" "OBJCOPY=objcopy" "PYTHON=/usr/bin/python3" >"$dest/config.mak"
+    run_logged make -C "$dest" -f "$src/pc-bios/optionrom/Makefile" all
 }
 
 # Downloads (once) and unpacks the firmware packages into one tree.
@@ -384,6 +442,7 @@ build_entry() {
     unpack_source "$src"
     apply_series "$src"
     unpack_firmware "$work/firmware"
+    unpack_meson "$work/meson"
 
     build_devmodel "$bld/devmodel-build" "$bld/devmodel"
 
@@ -396,15 +455,13 @@ build_entry() {
     fi
     log "configuring (log: $build_log)"
     mkdir -p "$bld"
-    (cd "$bld" && run_logged "$src/configure" "${all_flags[@]}")
-    log "building with $jobs jobs (about 5 minutes on an idle 2-core machine)"
-    mkdir -p "$work/optionrom"
-    run_logged make -C "$work/optionrom" -f "$src/debian/optionrom.mak" \
-        SRC_PATH="$src" all
+    (cd "$bld" && run_logged "${meson_env[@]}" "$src/configure" "${all_flags[@]}")
+    log "building with $jobs jobs (about 15 minutes on an idle 2-core machine)"
+    build_option_roms "$src" "$work/optionrom"
     if [[ $variant == sanitize ]]; then
         check_sanitized "$bld"
     fi
-    run_logged ninja -C "$bld" -j "$jobs" "${build_targets[@]}"
+    run_logged "${meson_env[@]}" ninja -C "$bld" -j "$jobs" "${build_targets[@]}"
 
     mkdir -p "$stage/bin" "$stage/qtest" "$stage/share/qemu"
     install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"

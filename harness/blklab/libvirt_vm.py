@@ -77,7 +77,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
     else:
         cpu = _sub(dom, "cpu", mode="custom", match="exact", check="none")
         _sub(cpu, "model", "qemu64", fallback="forbid")
-    # `-smp N` on pc-i440fx-7.2 means one socket with N cores; libvirt's
+    # `-smp N` on QEMU's "pc" machine means one socket with N cores; libvirt's
     # default is N sockets, which the guest sees in CPUID and its topology.
     _sub(cpu, "topology", sockets="1", dies="1", cores=str(config.vcpus), threads="1")
     if config.mode == "deterministic":
