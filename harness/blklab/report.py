@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from blklab import stats  # noqa: E402
+from blklab import expectations, stats  # noqa: E402
 from blklab.expectations import Outcome  # noqa: E402
 
 SCHEDULER_COLOURS = {"none": "#4c72b0", "mq-deadline": "#dd8452", "kyber": "#55a868",
@@ -178,7 +178,8 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 .PASS { color: #1a7f37; font-weight: bold; } .FAIL, .failed { color: #c62828; font-weight: bold; }
-.ERROR { color: #b26a00; font-weight: bold; }
+.ERROR, .UNEXPECTED-PASS { color: #b26a00; font-weight: bold; }
+.KNOWN-FAIL { color: #8a4b00; } .NOT-RUN { color: #777; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
 img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 .note { color: #555; font-size: 0.9em; }
@@ -189,10 +190,13 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 {{ failed }} failed. Kernel {{ kernel }}. {{ mode_note }}</p>
 
 <h2>Expectations</h2>
-{% if outcomes %}<table><tr><th class="l">result</th><th class="l">expectation</th>
-<th class="l">device</th><th class="l">measured</th><th class="l">kernel source</th></tr>
+{% if outcomes %}<p class="summary">{{ outcome_summary }}</p>
+<table class="expectations"><tr><th class="l">result</th><th class="l">expectation</th>
+<th class="l">device</th><th class="l">measured</th><th class="l">per seed</th>
+<th class="l">known failure</th><th class="l">kernel source</th></tr>
 {% for o in outcomes %}<tr><td class="l {{ o.status }}">{{ o.status }}</td><td class="l">{{ o.what }}</td>
-<td class="l">{{ o.device }}</td><td class="l">{{ o.detail }}</td><td class="l">{{ o.source }}</td></tr>
+<td class="l">{{ o.device }}</td><td class="l">{{ o.detail }}</td><td class="l">{{ o.per_seed() or "-" }}</td>
+<td class="l">{{ o.known_failure or "" }}</td><td class="l">{{ o.source }}</td></tr>
 {% endfor %}</table>{% else %}<p class="note">This scenario states no expectations.</p>{% endif %}
 
 {% for d in devices %}
@@ -308,7 +312,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         description=manifest.get("scenario", {}).get("description", ""),
         run_id=manifest.get("run_id", ""), mode=mode, accel=manifest.get("accel", ""),
         ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
-        outcomes=outcomes, devices=devices,
+        outcomes=outcomes, outcome_summary=expectations.summary(outcomes), devices=devices,
         manifest=json.dumps(manifest, indent=2, sort_keys=True))
 
 
