@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from blklab import expectations, stats  # noqa: E402
+from blklab import expectations, notes, stats  # noqa: E402
 from blklab.expectations import Outcome  # noqa: E402
 
 SCHEDULER_COLOURS = {"none": "#4c72b0", "mq-deadline": "#dd8452", "kyber": "#55a868",
@@ -229,6 +229,11 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 <table class="adjusted"><tr><th class="l">cell</th><th class="l">tunable</th><th>written</th><th>in effect</th></tr>
 {% for a in d.adjusted %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.tunable }}</td><td>{{ a.asked }}</td><td>{{ a.in_effect }}</td></tr>
 {% endfor %}</table>{% endif %}
+{% if d.notes %}<h3>Notes</h3>
+<p class="note">What changed what these cells' figures mean: the workload's own fix-ups, host timing, the guest's halt, the accelerator.</p>
+<table class="notes"><tr><th class="l">cell</th><th class="l">note</th></tr>
+{% for cid, text in d.notes %}<tr><td class="l">{{ cid }}</td><td class="l">{{ text }}</td></tr>
+{% endfor %}</table>{% endif %}
 {% if d.failed %}<h3>Failed cells</h3><table><tr><th class="l">cell</th><th class="l">error</th><th class="l">console log</th></tr>
 {% for f in d.failed %}<tr><td class="l failed">{{ f.cell_id }}</td><td class="l">{{ f.error }}</td><td class="l">{{ f.log }}</td></tr>
 {% endfor %}</table>{% endif %}
@@ -295,7 +300,10 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                   for c in dcells if c["status"] != "ok"]
         adjusted = [dict(a, cell_id=c["cell_id"]) for c in ok_cells
                     for a in (c.get("in_effect") or {}).get("adjusted", [])]
+        cell_notes = [(c["cell_id"], n) for c in dcells
+                      for n in notes.cell_notes(c, with_adjusted=False)]
         devices.append({"name": name, "rows": table, "plots": plots, "adjusted": adjusted,
+                        "notes": cell_notes,
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
                         "btt": btt, "btt_keys": btt_keys,

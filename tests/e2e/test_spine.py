@@ -219,7 +219,10 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
     from blklab import accel, paths
 
     started = time.monotonic()
-    answer = accel.probe(paths.qemu_binary(), paths.image_dir("amd64"), tmp_path / "probe.json")
+    answer, fallback = accel.probe(paths.qemu_binary(), paths.image_dir("amd64"),
+                                   tmp_path / "probe.json")
+    # A fallback to TCG says why; KVM needs no word.
+    assert (fallback == "") == (answer == "kvm") and (not fallback or "TCG, not KVM" in fallback)
     assert time.monotonic() - started < accel.PROBE_TIMEOUT_S + 30
     if os.access("/dev/kvm", os.R_OK | os.W_OK):
         # The probe booted the guest under KVM, or gave up; either way it
