@@ -59,9 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "switch_schedulers) against the workload's time series")
     sw.add_argument("run", type=Path)
 
-    rep = sub.add_parser("report", help="write RUN/report.html")
+    rep = sub.add_parser("report", help="write RUN/report.html, or print RUN's tables as "
+                         "Markdown (--markdown)")
     rep.add_argument("run", type=Path)
     rep.add_argument("-o", "--output", type=Path, help="default: RUN/report.html")
+    rep.add_argument("--markdown", action="store_true",
+                     help="print the run's figures, notes and expectations as Markdown tables "
+                     "for a scenario README (the command that made the run comes first)")
 
     c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure not "
                        "marked known_failure, an unexpected pass or an undecided one")
@@ -169,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             run = runner.load_run(args.run)
             outcomes = expectations.evaluate(run.scenario, run.cells)
+            if args.markdown:
+                from blklab import markdown
+
+                print(markdown.render(run.cells, run.manifest, outcomes, str(args.run)), end="")
+                return 0
             print(f"report: {_write_report(run, outcomes, args.output)}")
             return 0
         if args.command == "check":

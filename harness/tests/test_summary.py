@@ -81,3 +81,26 @@ def test_full_run_with_a_failure_and_a_missing_cell(tmp_path):
     assert r.counts["FAIL"] == 1 and r.counts["NOT-RUN"] == 0
     assert (r.cells_ok, r.cells_failed) == (2, 1) and not r.passed
     assert summary.markdown([r]).splitlines()[-1].endswith("| **62 min 05 s** |")
+
+
+def test_report_markdown_names_the_run_and_regenerates_the_tables(tmp_path, capsys):
+    from blklab import cli
+
+    run = make_run(tmp_path, short=True, bfq_iops=None)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(run_id="abc123", scenario={"name": "s", "path": "/x/scenarios/s.toml"},
+                    qemu={"cache_key": "7820c7ad72f1381d"}, image={"hash": "f" * 64})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", "--markdown", str(run)]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0] == (f"Run `blklab run --short scenarios/s.toml` (run abc123, deterministic "
+                        f"mode, QEMU build 7820c7ad72f1381d, guest image ffffffffffff); tables "
+                        f"by `blklab report --markdown {run}`:")
+    assert "| nvme0.none.r0 | r | read | 20000 | 52 us | 51.2 us | 70.7 us | 88.1 us |" in lines
+    assert "- note: nvme0.none.r0: host-timed completions not reported" in text
+    assert "| KNOWN-FAIL | none's p99 under 10 us | nvme0 |" in text
+    assert "| NOT-RUN | bfq reads at most half of none's | every device |" in text
+    # The scenario docs' check accepts what it prints.
+    from test_scenario_docs import COMMAND, figure_tables
+    assert all(COMMAND.search(before) for _, before in figure_tables(text))
