@@ -73,7 +73,9 @@ def cell_notes(cell: dict[str, Any], with_adjusted: bool = True) -> list[str]:
     out = adjusted(cell) if with_adjusted else []
     out += [f"{cell['request'].get('workload', 'workload')}: {n}"
             for n in cell.get("workload_notes") or []]
-    timing = model_timing.note(cell.get("model_timing"))
+    # A cell recorded before model_timing existed is judged by its counters.
+    timing = model_timing.note(cell.get("model_timing")
+                               or model_timing.assess(cell.get("devmodel")))
     if timing:
         out.append(timing)
     host = cell.get("host") or {}
