@@ -104,3 +104,20 @@ def test_report_markdown_names_the_run_and_regenerates_the_tables(tmp_path, caps
     # The scenario docs' check accepts what it prints.
     from test_scenario_docs import COMMAND, figure_tables
     assert all(COMMAND.search(before) for _, before in figure_tables(text))
+
+
+def test_check_exit_status_follows_the_verdicts(tmp_path, capsys):
+    """0 with PASS, KNOWN-FAIL and NOT-RUN only; 1 on a FAIL, and 1 on an
+    UNEXPECTED-PASS (a known failure that holds)."""
+    from blklab import cli
+
+    short = make_run(tmp_path, short=True, bfq_iops=None)
+    assert cli.main(["check", str(short)]) == 0
+    assert "0 fail, 1 known failures, 0 unexpected passes, 1 not run" in capsys.readouterr().out
+    full = make_run(tmp_path, short=False, bfq_iops=15000.0)
+    assert cli.main(["check", str(full)]) == 1
+    fixed = tmp_path / "short" / SCENARIO_COPY
+    fixed.write_text(SCENARIO.replace("below = 10000", "below = 1e9"))
+    assert cli.main(["check", str(short)]) == 1
+    out = capsys.readouterr().out
+    assert "UNEXPECTED-PASS" in out and "remove its known_failure mark" in out
