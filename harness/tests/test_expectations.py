@@ -282,3 +282,17 @@ def test_bad_status_keys(tmp_path, expect, key, words):
         with pytest.raises(ScenarioError) as e:
             scenario.load(p, short=short)
         assert e.value.key == key and words in e.value.message, e.value
+
+
+def test_report_shows_each_seed_and_the_counts(tmp_path):
+    from blklab import report
+
+    expect = ('what = "5x"\nmetric = "clat_p99_ns"\nleft = {scheduler = "kyber"}\n'
+              'right = {scheduler = "none"}\nratio = [4.0, 6.0]\n')
+    cells = [seeded("none", s, 100.0) for s in (1, 2, 3)]
+    cells += [seeded("kyber", s, v) for s, v in ((1, 482.0), (2, 312.0), (3, 134.0))]
+    o = outcome_of(tmp_path, expect, cells)
+    html = report.render(Path("run"), [], {"mode": "deterministic"}, [o])
+    assert ("seed 1: 4.82 holds, seed 2: 3.12 fails, seed 3: 1.34 fails; spread 1.34-4.82"
+            in html)
+    assert "0 hold, 1 fail, 0 known failures" in html
