@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.markdown:
                 from blklab import markdown
 
-                print(markdown.render(run.cells, run.manifest, outcomes, str(args.run)), end="")
+                print(markdown.render(run.cells, run.manifest, outcomes), end="")
                 return 0
             print(f"report: {_write_report(run, outcomes, args.output)}")
             return 0

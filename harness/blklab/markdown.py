@@ -32,7 +32,11 @@ def run_command(manifest: dict[str, Any]) -> str:
 
 
 def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
-           outcomes: list[expectations_mod.Outcome], run_name: str) -> str:
+           outcomes: list[expectations_mod.Outcome]) -> str:
+    # The run directory `blklab run` gives by default, not wherever this
+    # copy of it lives: the command a reader can repeat.
+    run_name = (f"results/{manifest.get('scenario', {}).get('name', '?')}/"
+                f"{manifest.get('run_id', '?')}")
     qemu = (manifest.get("qemu") or {}).get("cache_key", "unknown")
     image = str((manifest.get("image") or {}).get("hash", "unknown"))[:12]
     out = [f"Run `{run_command(manifest)}` (run {manifest.get('run_id', '?')}, "

@@ -96,7 +96,7 @@ def test_report_markdown_names_the_run_and_regenerates_the_tables(tmp_path, caps
     lines = text.splitlines()
     assert lines[0] == (f"Run `blklab run --short scenarios/s.toml` (run abc123, deterministic "
                         f"mode, QEMU build 7820c7ad72f1381d, guest image ffffffffffff); tables "
-                        f"by `blklab report --markdown {run}`:")
+                        f"by `blklab report --markdown results/s/abc123`:")
     assert "| nvme0.none.r0 | r | read | 20000 | 52 us | 51.2 us | 70.7 us | 88.1 us |" in lines
     assert "- note: nvme0.none.r0: host-timed completions not reported" in text
     assert "| KNOWN-FAIL | none's p99 under 10 us | nvme0 |" in text
