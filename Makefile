@@ -2,6 +2,7 @@
 #
 #   make scenario [SCENARIO=name]   build what is missing, run scenarios/<name>.toml
 #   make test                       build everything and run every test
+#   make test-full                  run and check every scenario's full form (hours)
 #
 # Steps: deps qemu cmake blkgen image. Builds that take minutes (QEMU, the
 # guest image) are cached by the hash of their inputs under $(BLKLAB_CACHE)
@@ -59,7 +60,7 @@ DEB_PACKAGES := \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
-.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e clean \
+.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
 	bench-deps bench-device bench-blkgen bench-determinism
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
@@ -181,6 +182,12 @@ test-qtest:
 test-sanitize-qemu: qemu-asan image
 	BLKLAB_QEMU_DIR=$(BUILD)/qemu-asan tests/qtest/run-qtests.sh
 	BLKLAB_SANITIZE_E2E=1 $(PYTHON) -m pytest -q tests/e2e/test_sanitizers.py
+
+# Every scenario's full form, run and checked, with one summary table
+# (results/test-full/<date>/summary.md). Not part of `make test`: hours of
+# VM time on a 2-core machine. TEST_FULL_ARGS: scenario names, --jobs N.
+test-full: qemu images
+	$(PYTHON) tests/full/run-full.py $(TEST_FULL_ARGS)
 
 # The slowest tests are listed so that the time budget can be watched.
 test-e2e:

@@ -50,18 +50,25 @@ def kvm_boots(qemu: Path, image_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -
         return data.status == "ok"
 
 
-def probe(qemu: Path, image_dir: Path, cache_file: Path) -> str:
-    """'kvm' if a guest boots under KVM here, else 'tcg'."""
+NO_KVM_DEVICE = "TCG, not KVM: /dev/kvm is missing or not usable by this user"
+KVM_DID_NOT_BOOT = (f"TCG, not KVM: a guest did not boot under KVM here (the KVM probe gave up "
+                    f"after {PROBE_TIMEOUT_S:.0f} s)")
+
+
+def probe(qemu: Path, image_dir: Path, cache_file: Path) -> tuple[str, str]:
+    """('kvm', '') if a guest boots under KVM here, else ('tcg', why not
+    KVM): the fallback that the run's manifest, each cell and the console
+    report."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return "tcg"
+        return "tcg", NO_KVM_DEVICE
     key = {"boot_id": _boot_id(), "qemu": str(qemu.resolve()), "image": str(image_dir.resolve())}
     try:
         cached = json.loads(cache_file.read_text())
         if cached.get("key") == key:
-            return cached["accel"]
+            return cached["accel"], ("" if cached["accel"] == "kvm" else KVM_DID_NOT_BOOT)
     except (OSError, ValueError, KeyError):
         pass
     log.info("probing KVM (up to %.0f s)", PROBE_TIMEOUT_S)
     accel = "kvm" if kvm_boots(qemu, image_dir) else "tcg"
     write_atomic(cache_file, json.dumps({"key": key, "accel": accel}) + "\n")
-    return accel
+    return accel, ("" if accel == "kvm" else KVM_DID_NOT_BOOT)

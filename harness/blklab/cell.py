@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel, paths
+from blklab import channel, model_timing, notes, paths
 from blklab.bundle import JobBundle
 from blklab.errors import VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
@@ -42,6 +42,9 @@ class CellContext:
     backend: str = "direct"  # "direct" (QEMU as a child process) or "libvirt"
     libvirt_uri: str = "qemu:///system"
     qemu_cache_key: str = ""  # of the QEMU build, so that cluster workers can match it
+    # Why the run has another accelerator than it would have chosen (the
+    # KVM probe failed); "" when it has the one asked for or probed.
+    accel_fallback: str = ""
 
     def make_vm(self, config: VMConfig):
         if self.backend == "libvirt":
@@ -150,10 +153,15 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         vm = ctx.make_vm(config)
         result.host["qemu_cmdline"] = vm.cmd
         result.host["backend"] = ctx.backend
+        if ctx.accel_fallback:
+            result.host["accel_fallback"] = ctx.accel_fallback
         with vm:
             vm.wait(scenario.timeout_s)
+            if vm.halt is not None:
+                result.host["halt"] = vm.halt
             if cell.device.profile is not None:
                 result.devmodel = vm.device_counters()
+                result.model_timing = model_timing.assess(result.devmodel)
     except VMError as e:
         vm_error = str(e)
     finally:
@@ -181,6 +189,11 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     stderr = config.stderr_log.read_bytes() if config.stderr_log.exists() else b""
     if stderr:
         keep[f"{rel_dir}/{config.stderr_log.name}"] = stderr
+    result.workload_notes = (
+        notes.blkgen_notes(data.files.get("workload.stderr", b"").decode(errors="replace"))
+        if scenario.workload == "blkgen" else notes.fio_notes(result.workload))
+    for n in result.workload_notes:
+        log.warning("cell %s: %s: %s", cell.id, scenario.workload, n)
     for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "switches.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
@@ -291,4 +304,4 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
         return "the workload completed no I/O"
     if cell.device.profile is not None and result.devmodel is None:
         return "the device model's counters could not be read from QEMU"
-    return None
+    return model_timing.failure(result.model_timing, result.request["mode"])

@@ -59,11 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "switch_schedulers) against the workload's time series")
     sw.add_argument("run", type=Path)
 
-    rep = sub.add_parser("report", help="write RUN/report.html")
+    rep = sub.add_parser("report", help="write RUN/report.html, or print RUN's tables as "
+                         "Markdown (--markdown)")
     rep.add_argument("run", type=Path)
     rep.add_argument("-o", "--output", type=Path, help="default: RUN/report.html")
+    rep.add_argument("--markdown", action="store_true",
+                     help="print the run's figures, notes and expectations as Markdown tables "
+                     "for a scenario README (the command that made the run comes first)")
 
-    c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure")
+    c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure not "
+                       "marked known_failure, an unexpected pass or an undecided one")
     c.add_argument("run", type=Path)
 
     b = sub.add_parser("baseline", help="save a run's metrics as a named baseline")
@@ -97,10 +102,13 @@ def _results_root(args: argparse.Namespace) -> Path:
 
 
 def _print_outcomes(outcomes: list) -> None:
+    from blklab import expectations
+
     if outcomes:
         print("expectations:")
         for o in outcomes:
-            print("  " + o.line())
+            print("  " + o.line().replace("\n", "\n  "))
+    print(f"expectations: {expectations.summary(outcomes)}")
 
 
 def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
@@ -122,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
                                 cluster=args.cluster)
     run_dir, cells = runner.run(s, options)
     print(table.render(cells))
-    outcomes = expectations.evaluate(s.expectations, cells)
+    outcomes = expectations.evaluate(s, cells)
     _print_outcomes(outcomes)
     if not args.no_report:
         print(f"report: {_write_report(runner.load_run(run_dir), outcomes)}")
@@ -164,16 +172,19 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "report":
             run = runner.load_run(args.run)
-            outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
+            outcomes = expectations.evaluate(run.scenario, run.cells)
+            if args.markdown:
+                from blklab import markdown
+
+                print(markdown.render(run.cells, run.manifest, outcomes), end="")
+                return 0
             print(f"report: {_write_report(run, outcomes, args.output)}")
             return 0
         if args.command == "check":
             run = runner.load_run(args.run)
-            outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
+            outcomes = expectations.evaluate(run.scenario, run.cells)
             _print_outcomes(outcomes)
-            bad = [o for o in outcomes if o.status != "PASS"]
-            print(f"{len(outcomes) - len(bad)} of {len(outcomes)} expectations hold")
-            return 1 if bad else 0
+            return 1 if expectations.failing(outcomes) else 0
         if args.command == "baseline":
             run = runner.load_run(args.run)
             path = baseline.baseline_path(_results_root(args), args.name)

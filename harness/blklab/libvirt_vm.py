@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from blklab.errors import VMError
 from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, HALT_GRACE_S,
                        PCI_SLOT_DISK, PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ConsoleWatch,
-                       ResultsWatch, VMConfig, _opt, parse_counters)
+                       ResultsWatch, VMConfig, _opt, parse_counters, wait_for_halt)
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,7 @@ class LibvirtVM:
         self._conn = None
         self._dom = None
         self.console_watch = ConsoleWatch(config.console_log)
+        self.halt: str | None = None  # as vm.VM.halt
 
     def __enter__(self) -> "LibvirtVM":
         self.launch()
@@ -229,16 +230,7 @@ class LibvirtVM:
         return 0
 
     def _wait_halted(self, until: float) -> None:
-        """As vm.VM._wait_halted: the guest's shutdown still sends the
-        device commands, so the counters are read after the halt."""
-        while "halted" not in self.console_watch.seen and self._active():
-            if time.monotonic() > until:
-                log.warning("the guest did not halt within %.0f s of its results; the "
-                            "device model's counters may include its shutdown or not",
-                            HALT_GRACE_S)
-                return
-            time.sleep(POLL_S)
-            self.console_watch.poll()
+        self.halt = wait_for_halt(self.console_watch, self._active, until)
 
     def device_counters(self) -> dict | None:
         """The device model's counters through libvirt's QEMU monitor

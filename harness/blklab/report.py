@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from blklab import stats  # noqa: E402
+from blklab import expectations, notes, stats  # noqa: E402
 from blklab.expectations import Outcome  # noqa: E402
 
 SCHEDULER_COLOURS = {"none": "#4c72b0", "mq-deadline": "#dd8452", "kyber": "#55a868",
@@ -178,7 +178,8 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 .PASS { color: #1a7f37; font-weight: bold; } .FAIL, .failed { color: #c62828; font-weight: bold; }
-.ERROR { color: #b26a00; font-weight: bold; }
+.ERROR, .UNEXPECTED-PASS { color: #b26a00; font-weight: bold; }
+.KNOWN-FAIL { color: #8a4b00; } .NOT-RUN { color: #777; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
 img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 .note { color: #555; font-size: 0.9em; }
@@ -189,10 +190,13 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 {{ failed }} failed. Kernel {{ kernel }}. {{ mode_note }}</p>
 
 <h2>Expectations</h2>
-{% if outcomes %}<table><tr><th class="l">result</th><th class="l">expectation</th>
-<th class="l">device</th><th class="l">measured</th><th class="l">kernel source</th></tr>
+{% if outcomes %}<p class="summary">{{ outcome_summary }}</p>
+<table class="expectations"><tr><th class="l">result</th><th class="l">expectation</th>
+<th class="l">device</th><th class="l">measured</th><th class="l">per seed</th>
+<th class="l">known failure</th><th class="l">kernel source</th></tr>
 {% for o in outcomes %}<tr><td class="l {{ o.status }}">{{ o.status }}</td><td class="l">{{ o.what }}</td>
-<td class="l">{{ o.device }}</td><td class="l">{{ o.detail }}</td><td class="l">{{ o.source }}</td></tr>
+<td class="l">{{ o.device }}</td><td class="l">{{ o.detail }}</td><td class="l">{{ o.per_seed() or "-" }}</td>
+<td class="l">{{ o.known_failure or "" }}</td><td class="l">{{ o.source }}</td></tr>
 {% endfor %}</table>{% else %}<p class="note">This scenario states no expectations.</p>{% endif %}
 
 {% for d in devices %}
@@ -224,6 +228,11 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 <p class="note">Written without an error, read back with another value; these cells ran with the kernel's.</p>
 <table class="adjusted"><tr><th class="l">cell</th><th class="l">tunable</th><th>written</th><th>in effect</th></tr>
 {% for a in d.adjusted %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.tunable }}</td><td>{{ a.asked }}</td><td>{{ a.in_effect }}</td></tr>
+{% endfor %}</table>{% endif %}
+{% if d.notes %}<h3>Notes</h3>
+<p class="note">What changed what these cells' figures mean: the workload's own fix-ups, host timing, the guest's halt, the accelerator.</p>
+<table class="notes"><tr><th class="l">cell</th><th class="l">note</th></tr>
+{% for cid, text in d.notes %}<tr><td class="l">{{ cid }}</td><td class="l">{{ text }}</td></tr>
 {% endfor %}</table>{% endif %}
 {% if d.failed %}<h3>Failed cells</h3><table><tr><th class="l">cell</th><th class="l">error</th><th class="l">console log</th></tr>
 {% for f in d.failed %}<tr><td class="l failed">{{ f.cell_id }}</td><td class="l">{{ f.error }}</td><td class="l">{{ f.log }}</td></tr>
@@ -291,7 +300,10 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                   for c in dcells if c["status"] != "ok"]
         adjusted = [dict(a, cell_id=c["cell_id"]) for c in ok_cells
                     for a in (c.get("in_effect") or {}).get("adjusted", [])]
+        cell_notes = [(c["cell_id"], n) for c in dcells
+                      for n in notes.cell_notes(c, with_adjusted=False)]
         devices.append({"name": name, "rows": table, "plots": plots, "adjusted": adjusted,
+                        "notes": cell_notes,
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
                         "btt": btt, "btt_keys": btt_keys,
@@ -308,7 +320,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         description=manifest.get("scenario", {}).get("description", ""),
         run_id=manifest.get("run_id", ""), mode=mode, accel=manifest.get("accel", ""),
         ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
-        outcomes=outcomes, devices=devices,
+        outcomes=outcomes, outcome_summary=expectations.summary(outcomes), devices=devices,
         manifest=json.dumps(manifest, indent=2, sort_keys=True))
 
 

@@ -53,6 +53,10 @@ class CellResult:
     image: dict[str, Any] = field(default_factory=dict)
     btt: dict[str, Any] | None = None  # btt's figures when the cell was traced
     devmodel: dict[str, Any] | None = None  # the device model's counters
+    # Whether every completion came at a model deadline (blklab.model_timing).
+    model_timing: dict[str, Any] | None = None
+    # What the workload changed of what it was asked (blklab.notes).
+    workload_notes: list[str] = field(default_factory=list)
     host: dict[str, Any] = field(default_factory=dict)  # host wall clock, command line
     files: dict[str, str] = field(default_factory=dict)  # logs kept beside the JSON
     schema_version: int = SCHEMA_VERSION

@@ -167,12 +167,16 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     image = _read_json(image_dir / "image.json")
     qemu_manifest = _read_json(paths.qemu_dir() / "manifest.json")
 
+    accel_fallback = ""
     if options.accel:
         accel = options.accel
     elif mode == "deterministic":
         accel = "tcg"
     else:
-        accel = accel_mod.probe(qemu, image_dir, paths.cache_dir() / "accel-probe.json")
+        accel, accel_fallback = accel_mod.probe(qemu, image_dir,
+                                                paths.cache_dir() / "accel-probe.json")
+        if accel_fallback:
+            print(f"accelerator: {accel_fallback}", file=sys.stderr)
     if mode == "deterministic" and accel != "tcg":
         raise BlklabError("deterministic mode runs under TCG only (icount); "
                           f"--accel {accel} is not possible with it")
@@ -191,6 +195,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
                      "sha256": scenario.sha256, "description": scenario.description},
         "mode": mode,
         "accel": accel,
+        "accel_fallback": accel_fallback or None,
         "icount_shift": options.icount_shift if mode == "deterministic" else None,
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
@@ -218,7 +223,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     ctx = CellContext(qemu=qemu, image_dir=image_dir, image=image, accel=accel, mode=mode,
                       icount_shift=options.icount_shift, backend=options.backend,
                       libvirt_uri=options.libvirt_uri,
-                      qemu_cache_key=qemu_manifest.get("cache_key", ""))
+                      qemu_cache_key=qemu_manifest.get("cache_key", ""),
+                      accel_fallback=accel_fallback)
     progress = Progress(len(todo))
 
     def record(cell: Cell, result: CellResult, files: dict[str, bytes]) -> None:

@@ -158,6 +158,16 @@ class Expectation:
     below: float | None
     above: float | None
     source: str
+    index: int = 0  # its place among the file's [[expect]] entries
+    # Not checked in the short form: it needs the full form's virtual time.
+    full_only: bool = False
+    # Why it is known to fail, in a sentence; None: it is expected to hold.
+    # A known failure is still evaluated wherever it runs, and a pass is
+    # reported as unexpected (the mark must go).
+    known_failure: str | None = None
+    # "all": holds only if it holds on every seed; "median": decided on the
+    # median over the seeds of each side's per-seed value.
+    quorum: str = "all"
 
 
 @dataclass
@@ -187,6 +197,11 @@ class Scenario:
     # Cell id patterns (fnmatch) of the cells to run; () = every cell.
     # Set by [short] cells only.
     cell_patterns: tuple[str, ...] = ()
+
+    def runs(self, exp: Expectation) -> bool:
+        """Whether this form of the scenario checks `exp`: the short form
+        leaves out the expectations marked full_only."""
+        return not (self.short and exp.full_only)
 
     def cells(self) -> list[Cell]:
         cells = expand_cells(self)
@@ -483,6 +498,11 @@ def _check_fio_options(path: str, jobs: list[Job]) -> None:
 
 
 EXPECT_METRICS = SUMMARY_METRICS
+QUORUMS = ("all", "median")
+SHORT_KEY_GONE = ("is no longer a key: an expectation left out of the short form says why, "
+                  "with full_only = true (it needs the full form's virtual time) or "
+                  "known_failure = \"why, in a sentence\" (it is known to fail; add "
+                  "full_only = true as well if the short form does not run its cells)")
 EXPECT_OPS = ("<", "<=", ">", ">=")
 DIRECTIONS = ("read", "write", "trim")
 
@@ -540,7 +560,13 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
         below = r.get("below", (int, float))
         above = r.get("above", (int, float))
         source = r.get("source", str, "")
-        r.get("short", bool, True)  # checked in the short form? (see _short_form)
+        if "short" in table:
+            raise r.error("short", SHORT_KEY_GONE)
+        full_only = r.get("full_only", bool, False)
+        known_failure = r.get("known_failure", str)
+        if known_failure is not None and (not known_failure.strip() or "\n" in known_failure):
+            raise r.error("known_failure", "must say why it fails, in a sentence on one line")
+        quorum = r.choice("quorum", QUORUMS, "all")
         r.finish()
         forms = [op is not None, ratio is not None, below is not None or above is not None]
         if sum(forms) != 1:
@@ -551,7 +577,8 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
         if forms[2] and right is not None:
             raise r.error("right", "is not used with below/above")
         out.append(Expectation(what, metric, direction, device, left, right, op,
-                               float(factor), ratio, below, above, source))
+                               float(factor), ratio, below, above, source, i, full_only,
+                               known_failure, quorum))
     return out
 
 
@@ -595,8 +622,8 @@ SHORT_KEYS = {
 
 def _short_form(path: str, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The scenario's data with [short] applied: fewer cells and less
-    virtual time, for `blklab run --short` (make test). Expectations with
-    short = false are left out; every other one must select only cells the
+    virtual time, for `blklab run --short` (make test). Expectations marked
+    full_only are left out; every other one must select only cells the
     short form runs. Returns a copy (`data` is not changed) and the
     patterns of short.cells (checked against the cells in load)."""
     r = _Reader(path, _table(path, data, "short"), "short")
@@ -661,9 +688,10 @@ def _short_form(path: str, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[
     return out, tuple(patterns)
 
 
-def _check_short_cells(path: str, scenario: Scenario) -> None:
+def _check_short_cells(path: str, scenario: Scenario, checked: list[Expectation]) -> None:
     """short.cells: each pattern matches a cell of the short form's matrix,
-    and each expectation it keeps still selects a cell on every side."""
+    and each expectation it checks (`checked`, as the full form parsed
+    them) still selects a cell on every side."""
     if not scenario.cell_patterns:
         return  # every cell runs: _kept_in_short_form checked the axes
     every = expand_cells(scenario)
@@ -673,8 +701,9 @@ def _check_short_cells(path: str, scenario: Scenario) -> None:
             raise ScenarioError(path, f"short.cells[{i}]", f"'{pat}' matches no cell of the "
                                 f"short form (its cells: {shown})")
     kept = scenario.cells()
-    hint = "; set short = false on this expectation or add its cells to short.cells"
-    for i, exp in enumerate(scenario.expectations):
+    hint = "; set full_only = true on this expectation or add its cells to short.cells"
+    for exp in checked:
+        i = exp.index
         names = [exp.device] if exp.device else [d.name for d in scenario.devices]
         for side, sel in (("left", exp.left), ("right", exp.right)):
             if sel is None:
@@ -693,12 +722,14 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
     would select cells the short form does not run is an error."""
     if not isinstance(exp, dict):
         return True  # the regular checks name the problem
-    flag = exp.get("short", True)
+    if "short" in exp:
+        raise ScenarioError(path, f"expect[{i}].short", SHORT_KEY_GONE)
+    flag = exp.get("full_only", False)
     if not isinstance(flag, bool):
-        raise ScenarioError(path, f"expect[{i}].short", "must be a boolean")
-    if not flag:
+        raise ScenarioError(path, f"expect[{i}].full_only", "must be a boolean")
+    if flag:
         return False
-    hint = "; set short = false on this expectation or run it in the short form"
+    hint = "; set full_only = true on this expectation or run it in the short form"
     if exp.get("device") is not None and exp["device"] not in devices:
         raise ScenarioError(path, f"expect[{i}].device", f"'{exp['device']}' is not run by the "
                             f"short form (short.devices: {', '.join(devices)}){hint}")
@@ -794,7 +825,11 @@ def load(path: str | Path, check_profiles: bool = True, short: bool = False,
         raise ScenarioError(e.path, e.key, f"{e.message} (in the short form, with [short] "
                             "applied)") from None
     short_scenario.cell_patterns = patterns
-    _check_short_cells(shown, short_scenario)
+    _check_short_cells(shown, short_scenario,
+                       [e for e in scenario.expectations if not e.full_only])
+    # The short form checks what it kept and reports the rest as not run:
+    # every expectation of the file, as the full form parsed it.
+    short_scenario.expectations = scenario.expectations
     return short_scenario if short else scenario
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blklab import notes as notes_mod
+
 HEADER = ("cell", "job", "dir", "IOPS", "mean us", "p50 us", "p99 us", "p99.9 us")
 
 
@@ -29,13 +31,6 @@ def _rows(cells: list[dict[str, Any]]) -> dict[str, list[tuple[str, ...]]]:
     return by_device
 
 
-def adjusted_notes(cells: list[dict[str, Any]]) -> list[str]:
-    """One line per tunable a cell wrote and the kernel changed."""
-    return [f"note: {c['cell_id']}: {a['tunable']} was written as {a['asked']}, "
-            f"the kernel has {a['in_effect']}"
-            for c in cells for a in (c.get("in_effect") or {}).get("adjusted", [])]
-
-
 def render(cells: list[dict[str, Any]]) -> str:
     out = []
     for title, rows in _rows(cells).items():
@@ -51,7 +46,7 @@ def render(cells: list[dict[str, Any]]) -> str:
             out.append("  ".join(v.ljust(w) if i < 3 else v.rjust(w)
                                  for i, (v, w) in enumerate(zip(r, widths))))
         out.append("")
-    notes = adjusted_notes(cells)
+    notes = notes_mod.lines(cells)
     if notes:
         out.extend(notes + [""])
     return "\n".join(out)

@@ -210,6 +210,9 @@ class VM:
         self.returncode: int | None = None
         self.stderr = ""
         self.console_watch = ConsoleWatch(config.console_log)
+        # After the results: "clean", or why the guest did not halt
+        # cleanly (see wait_for_halt); None before.
+        self.halt: str | None = None
 
     def __enter__(self) -> "VM":
         self.launch()
@@ -279,19 +282,8 @@ class VM:
         return self.returncode
 
     def _wait_halted(self, until: float) -> None:
-        """After its results the guest halts, and its drivers' shutdown
-        still sends the device commands (a cache flush, a controller
-        shutdown). Wait for the halt, so that the device model's counters
-        read next are the same in every run, whatever the host's speed."""
         assert self.proc is not None
-        while "halted" not in self.console_watch.seen and self.proc.poll() is None:
-            if time.monotonic() > until:
-                log.warning("the guest did not halt within %.0f s of its results; the "
-                            "device model's counters may include its shutdown or not",
-                            HALT_GRACE_S)
-                return
-            time.sleep(POLL_S)
-            self.console_watch.poll()
+        self.halt = wait_for_halt(self.console_watch, lambda: self.proc.poll() is None, until)
 
     def device_counters(self) -> dict | None:
         """The device model's counters, read over QMP from the running QEMU;
@@ -338,6 +330,30 @@ class VM:
 
 POLL_S = 0.1  # how often a waiting harness looks at QEMU and the results file
 HALT_GRACE_S = 60.0  # host seconds a guest has to halt once its results are in
+
+
+def wait_for_halt(console: "ConsoleWatch", running, until: float) -> str:
+    """After its results the guest halts, and its drivers' shutdown still
+    sends the device commands (a cache flush, a controller shutdown). Wait
+    for the halt, so that the device model's counters read next are the
+    same in every run, whatever the host's speed. `running()` says whether
+    the VM still runs. Returns "clean", or why the counters are not from a
+    clean halt (the cell records it: host.halt)."""
+    while "halted" not in console.seen:
+        if not running():
+            console.poll()
+            if "halted" in console.seen:
+                break
+            return "QEMU ended before the guest's halt line; the device model's counters " \
+                   "were not read after a clean halt"
+        if time.monotonic() > until:
+            log.warning("the guest did not halt within %.0f s of its results; the device "
+                        "model's counters may include its shutdown or not", HALT_GRACE_S)
+            return (f"no halt within {HALT_GRACE_S:.0f} s of its results: the device model's "
+                    "counters may include the guest's shutdown or not")
+        time.sleep(POLL_S)
+        console.poll()
+    return "clean"
 
 
 class ConsoleWatch:

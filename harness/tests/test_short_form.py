@@ -70,7 +70,7 @@ metric = "iops"
 left = {scheduler = "mq-deadline"}
 op = ">"
 right = {scheduler = "none"}
-short = false
+full_only = true
 
 [[expect]]
 what = "on the disk only"
@@ -78,7 +78,7 @@ device = "hdd0"
 metric = "iops"
 left = {scheduler = "none"}
 above = 10
-short = false
+full_only = true
 """
 
 
@@ -107,7 +107,9 @@ def test_short_form_applies_every_key(tmp_path):
     assert reader["runtime"] == "1s"
     assert writer == {"rw": "randwrite", "runtime": "1s", "startdelay": "0.2s", "iodepth": "4"}
     assert "runtime" not in once  # a job without a runtime keeps none
-    assert [e.what for e in s.expectations] == ["kyber's tight target helps reads"]
+    # Every expectation stays; the short form runs the one not marked full_only.
+    assert [e.what for e in s.expectations if s.runs(e)] == ["kyber's tight target helps reads"]
+    assert [e.index for e in s.expectations] == [0, 1, 2]
 
 
 def test_short_form_has_its_own_run_id(tmp_path):
@@ -137,7 +139,7 @@ def test_short_cells_runs_the_matching_cells_only(tmp_path):
 
 
 @pytest.mark.parametrize("change,key,words", [
-    (('right = {scheduler = "none"}\nshort = false', 'right = {scheduler = "none"}'),
+    (('right = {scheduler = "none"}\nfull_only = true', 'right = {scheduler = "none"}'),
      "expect[1].left.scheduler", "'mq-deadline' is not run"),
     (("left = {scheduler = \"kyber\", tunables = {\"iosched/read_lat_nsec\" = 250000}}",
       "left = {scheduler = \"kyber\", tunables = {\"iosched/read_lat_nsec\" = 100}}"),

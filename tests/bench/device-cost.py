@@ -1,9 +1,17 @@
 #!/usr/bin/python3
-"""What model-driven devices cost the host, measured side by side in one run.
+"""What blklab's QEMU costs the host, one change at a time, in one run.
 
-1. Host wall time per guest I/O, 4 KiB random reads at QD32 on NVMe:
-   Debian's stock QEMU 7.2 (no icount, stock device timing) against
-   blklab's patched QEMU under icount with the zero-latency profile.
+1. Host wall time per guest I/O, 4 KiB random reads at QD32 on NVMe, in
+   four steps that each change one thing (STEPS):
+     a. Debian's stock QEMU 7.2: no icount, stock device timing;
+     b. blklab's patched QEMU, still without icount and without a model
+        (realtime mode, no profile): what the patches cost by themselves;
+     c. the same with the zero-latency model driving the device: what the
+        model-driven completion path costs;
+     d. the same under icount (deterministic mode: icount, the fixed RTC
+        base and its other settings): what determinism costs.
+   Each ratio is to the step before, so it measures that step's change
+   only; d / a is all of them together.
 2. Virtual time against wall time for a 7200 rpm HDD scenario (QD8 random
    reads): above 1, virtual time runs ahead of the host's clock, because
    the guest idles while the model's mechanics take their time.
@@ -91,6 +99,18 @@ def run(tmp: Path, build: Path, tag: str, mode: str, profile: str, qd: int,
     return m
 
 
+# tag, QEMU build, mode, profile, label, what its ratio to the step before measures
+STEPS = [
+    ("a-stock", "stock", "realtime", "", "a. stock QEMU, no icount, no model", ""),
+    ("b-patched", "patched", "realtime", "", "b. patched QEMU, no icount, no model",
+     "the patches alone"),
+    ("c-patched-model", "patched", "realtime", "zero-latency",
+     "c. patched, no icount, zero-latency model", "the model-driven completion path"),
+    ("d-patched-icount-model", "patched", "deterministic", "zero-latency",
+     "d. patched, icount, zero-latency model", "deterministic mode (icount)"),
+]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=int, default=4, help="virtual seconds of each job")
@@ -103,17 +123,20 @@ def main() -> int:
         patched = build_dir_with((REPO / "build" / "qemu" / "bin" /
                                   "qemu-system-x86_64").resolve(), tmp)
         print("measuring", file=sys.stderr)
-        s = run(tmp, stock, "stock-realtime", "realtime", "", 32, args.seconds)
-        p = run(tmp, patched, "patched-icount-zero", "deterministic", "zero-latency", 32,
-                args.seconds)
+        builds = {"stock": stock, "patched": patched}
+        steps = [(label, measures, run(tmp, builds[build], tag, mode, profile, 32, args.seconds))
+                 for tag, build, mode, profile, label, measures in STEPS]
         h = run(tmp, patched, "patched-icount-hdd", "deterministic", "hdd-7200-desktop-1t", 8,
                 args.seconds)
-    stock_us = s["wall_s"] / s["ios"] * 1e6
-    patched_us = p["wall_s"] / p["ios"] * 1e6
-    print(f"wall time per guest I/O, 4 KiB randread QD32 on NVMe:")
-    print(f"  stock QEMU, no icount:                 {stock_us:8.1f} us  ({s['ios']} I/Os)")
-    print(f"  patched QEMU, icount, zero-latency:    {patched_us:8.1f} us  ({p['ios']} I/Os)")
-    print(f"  ratio patched / stock:                 {patched_us / stock_us:8.2f}")
+    print("wall time per guest I/O, 4 KiB randread QD32 on NVMe, one change per step:")
+    previous = None
+    for label, measures, m in steps:
+        us = m["wall_s"] / m["ios"] * 1e6
+        ratio = f"x{us / previous:5.2f} {measures}" if previous else ""
+        print(f"  {label:44} {us:8.1f} us  ({m['ios']} I/Os)  {ratio}")
+        previous = us
+    first, last = (m["wall_s"] / m["ios"] for _, _, m in (steps[0], steps[-1]))
+    print(f"  all four changes together (d / a): x{last / first:.2f}")
     print(f"HDD 7200 rpm, randread QD8 under icount: virtual {h['virtual_s']:.2f} s in "
           f"wall {h['wall_s']:.2f} s, virtual/wall = {h['virtual_s'] / h['wall_s']:.2f}")
     return 0

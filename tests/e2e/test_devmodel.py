@@ -1,7 +1,8 @@
 """Devices driven by the device model, end to end under icount: what the
 guest measures is what the model decided, plus the guest's own software
-cost, measured in the same run on a drive of fixed 10 us latency (see
-tests/profiles/zero-10us.toml for why not zero)."""
+cost, measured in the same run on the shipped fixed-10us profile, the
+software floor for real drives (devmodel/profiles/fixed-10us.toml says why
+not zero-latency)."""
 
 import pytest
 
@@ -11,7 +12,7 @@ PROFILES = REPO / "tests" / "profiles"
 
 # name, kind, profile
 DRIVES = [
-    ("floor", "nvme", f"{PROFILES}/zero-10us.toml"),
+    ("floor", "nvme", "fixed-10us"),
     ("ssd20", "nvme", f"{PROFILES}/ssd-read-20us.toml"),
     ("ssd100", "nvme", f"{PROFILES}/ssd-read-100us.toml"),
     ("ssd1ms", "nvme", f"{PROFILES}/ssd-read-1000us.toml"),

@@ -87,7 +87,7 @@ def test_report_shows_counters_btt_and_expectations(deterministic_pair, tmp_path
     assert proc.returncode == 0, proc.stderr
     page = open_page(tmp_path / "r.html", tmp_path / "profile", tmp_path / "r.png")
     assert page.console == []
-    rows = re.findall(r'<td class="l (PASS|FAIL|ERROR)">\1</td><td class="l">([^<]*)</td>',
+    rows = re.findall(r'<td class="l ([A-Z-]+)">\1</td><td class="l">([^<]*)</td>',
                       page.dom)
     assert {what for _, what in rows} == {
         "mq-deadline's dispatch costs little at QD16 on an SSD",

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Every scenario's full form, run and checked: `make test-full`.
+
+Runs `blklab run scenarios/NAME.toml` (no --short) for each scenario, then
+evaluates its expectations as `blklab check` does, and writes one summary
+table (scenario, cells, expectations by verdict, wall time) in Markdown,
+with the date and the build (QEMU cache key, guest image hash), to
+OUT/summary.md. Exits 1 if any cell failed or any check would fail (FAIL,
+UNEXPECTED-PASS, ERROR). Not part of `make test`: the full forms take hours
+on a 2-core machine.
+
+Usage: tests/full/run-full.py [--out DIR] [--jobs N] [NAME ...]
+       (default: every scenario; OUT default results/test-full/<UTC date>)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = "/usr/bin/python3"
+sys.path.insert(0, str(REPO / "harness"))
+
+from blklab import paths, summary  # noqa: E402
+
+
+def build_line() -> str:
+    """Which QEMU build and guest image ran (their manifests' keys)."""
+    def read(path: Path) -> dict:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return {}
+    qemu = read(paths.build_dir() / "qemu" / "manifest.json")
+    image = read(paths.build_dir() / "images" / "amd64" / "image.json")
+    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    return (f"blklab {git or 'unknown'}, QEMU build {qemu.get('cache_key', 'unknown')}, "
+            f"guest image {str(image.get('hash', 'unknown'))[:12]} "
+            f"({image.get('kernel_package', '?')} {image.get('kernel_package_version', '?')})")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("names", nargs="*", help="scenario names (default: every scenario)")
+    p.add_argument("--out", type=Path, help="where runs and summary.md go")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cells in parallel")
+    args = p.parse_args()
+    names = args.names or sorted(f.stem for f in (REPO / "scenarios").glob("*.toml"))
+    for name in names:
+        if not (REPO / "scenarios" / f"{name}.toml").is_file():
+            print(f"run-full: no scenarios/{name}.toml", file=sys.stderr)
+            return 2
+    today = datetime.datetime.now(datetime.timezone.utc)
+    out = args.out or REPO / "results" / "test-full" / today.strftime("%Y-%m-%d")
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
+    rows = []
+    for name in names:
+        run_dir = out / name
+        started = time.monotonic()
+        proc = subprocess.run([PYTHON, "-m", "blklab", "run", "--jobs", str(args.jobs),
+                               "--out", str(run_dir), f"scenarios/{name}.toml"],
+                              cwd=REPO, env=env, text=True, capture_output=True)
+        wall = time.monotonic() - started
+        (run_dir / "run.log").write_text(proc.stdout + proc.stderr)
+        if not (run_dir / "manifest.json").exists():
+            print(f"{name}: did not run ({proc.stderr.strip()[-300:]})", file=sys.stderr)
+            return 2
+        r = summary.row(name, run_dir, wall)
+        rows.append(r)
+        print(f"{name}: {'ok' if r.passed else 'FAILS'} in {wall:.0f} s: {r.counts}",
+              flush=True)
+    text = (f"`make test-full`, {today.strftime('%Y-%m-%d %H:%M')} UTC, {build_line()}; "
+            f"`--jobs {args.jobs}` on {os.cpu_count()} cores:\n\n" + summary.markdown(rows))
+    (out / "summary.md").write_text(text)
+    print(text)
+    print(f"summary: {out / 'summary.md'}")
+    return 0 if all(r.passed for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
