@@ -13,6 +13,7 @@
 #include "job_processes.h"
 #include "json_output.h"
 #include "normal_output.h"
+#include "option_table_json.h"
 #include "options.h"
 #include "report.h"
 
@@ -56,6 +57,10 @@ int Main(int argc, char** argv) {
   }
   if (cl.program.show_help) {
     std::fputs(HelpText().c_str(), stdout);
+    return 0;
+  }
+  if (cl.program.show_option_table) {
+    std::fputs(OptionTableJson().c_str(), stdout);
     return 0;
   }
   if (cl.program.show_version) {
