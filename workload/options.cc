@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "replay.h"
 #include "units.h"
 
 namespace blkgen {
@@ -488,7 +489,7 @@ Status ApplyWriteIolog(std::string_view v, JobSpec* job) {
 }
 
 // The option table: fio's names and defaults unless marked blkgen's own.
-constexpr std::array<OptionDef, 59> kJobOptions = {{
+constexpr std::array<OptionDef, 65> kJobOptions = {{
     {"name", "", "job name; starts a new job", false, ApplyName},
     {"filename", "", "file or block device (default: <name>.<clone>.0)", false, ApplyFilename},
     {"rw", "read",
@@ -597,6 +598,20 @@ constexpr std::array<OptionDef, 59> kJobOptions = {{
      ApplyTrimVerifyZero},
     {"write_iolog", "", "write the I/Os issued as a fio iolog (version 2, no timestamps)", false,
      ApplyWriteIolog},
+    {"read_iolog", "",
+     "replay a fio iolog (v2, v3), a blkparse -d dump or blktrace per-CPU files "
+     "(name one, <dev>.blktrace.N); replaces rw, bs and size",
+     false, ApplyReadIolog},
+    {"replay_time_scale", "100", "replay: % of the recorded I/O rate (200 = twice as fast)", false,
+     ApplyReplayTimeScale},
+    {"replay_no_stall", "0", "0 | 1; replay as fast as possible, in the recorded order", true,
+     ApplyReplayNoStall},
+    {"replay_redirect", "", "replay onto this file or device (replaces filename)", false,
+     ApplyReplayRedirect},
+    {"replay_align", "0", "replay: align offsets down to this many bytes (power of two)", false,
+     ApplyReplayAlign},
+    {"replay_scale", "0", "replay: divide offsets by this factor; 0 = as recorded", false,
+     ApplyReplayScale},
 }};
 
 // fio options blkgen is meant to take but does not implement; refused with
