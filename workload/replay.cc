@@ -383,6 +383,7 @@ Status LoadReplayTrace(const std::string& path, const ReplaySettings& settings,
   std::string bytes;
   Status s = read(path, &bytes);
   if (!s.ok()) return s;
+  if (bytes.empty()) return Status::Usage(path + ": is empty, no trace to replay");
   if (!LooksLikeBlktrace(bytes)) return ParseIolog(path, bytes, settings, out);
   std::vector<std::pair<std::string, std::string>> files;
   std::string prefix;
