@@ -74,6 +74,12 @@ def profile_hashes(scenario: Scenario) -> dict[str, str]:
     return {d.name: d.profile.sha256 for d in scenario.devices if d.profile is not None}
 
 
+def job_file_hashes(scenario: Scenario) -> dict[str, str]:
+    """Name under /job/files/ -> sha256, for the traces and fio job files the
+    jobs bring (as the guest gets them)."""
+    return {f.name: f.sha256 for job in scenario.jobs for f in job.files}
+
+
 def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
               qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
     inputs = {
@@ -84,6 +90,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
     }
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
+    if job_file_hashes(scenario):  # only then, so other runs keep their ids
+        inputs["job_files"] = job_file_hashes(scenario)
     key = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -201,6 +209,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
                      "profiles": {d.name: {"name": d.profile.name, "path": d.profile.path,
                                            "sha256": d.profile.sha256}
                                   for d in scenario.devices if d.profile is not None}},
+        "job_files": {f.name: {"source": f.source, "sha256": f.sha256}
+                      for job in scenario.jobs for f in job.files},
         "cells": [c.id for c in cells],
         "host": host_info(),
         "backend": options.backend,
