@@ -84,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--context", type=int, default=5,
                     help="common events shown before the first difference (default 5)")
 
+    im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
+                        "scenario skeleton; says what it could not map")
+    im.add_argument("capture", type=Path)
+    im.add_argument("-o", "--output", type=Path, help="scenario file to write (default: stdout)")
+    im.add_argument("--device", help="the captured device to model (default: the busiest)")
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -153,6 +159,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        if args.command == "import":
+            from blklab import importer
+
+            result = importer.import_capture(args.capture, args.device)
+            if args.output:
+                from blklab.results import write_atomic
+
+                write_atomic(args.output, result.toml)
+                print(f"scenario: {args.output}")
+            else:
+                print(result.toml, end="")
+            for line in result.unmapped:
+                print(f"not mapped: {line}", file=sys.stderr)
+            return 0
         if args.command == "diverge":
             from blklab import diverge
 
