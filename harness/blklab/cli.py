@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--context", type=int, default=5,
                     help="common events shown before the first difference (default 5)")
 
+    cf = sub.add_parser("compare-fio", help="a customer's fio JSON beside RUN's cells: IOPS and "
+                        "clat mean, p50, p99, p99.9, p99.99 per direction, with ratios")
+    cf.add_argument("run", type=Path)
+    cf.add_argument("customer_json", type=Path, help="fio --output-format=json output (fio 3.x)")
+
     im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
                         "scenario skeleton; says what it could not map")
     im.add_argument("capture", type=Path)
@@ -186,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
             run = runner.load_run(args.run)
             outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
             print(f"report: {_write_report(run, outcomes, args.output)}")
+            return 0
+        if args.command == "compare-fio":
+            from blklab import compare_fio
+
+            run = runner.load_run(args.run)
+            customer = compare_fio.load_fio_json(args.customer_json)
+            print(compare_fio.render(args.customer_json,
+                                     compare_fio.compare(args.customer_json, customer, run.cells)))
             return 0
         if args.command == "check":
             run = runner.load_run(args.run)

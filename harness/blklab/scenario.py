@@ -196,6 +196,9 @@ class Scenario:
     # Cell id patterns (fnmatch) of the cells to run; () = every cell.
     # Set by [short] cells only.
     cell_patterns: tuple[str, ...] = ()
+    # scenario.customer_fio: the customer's fio JSON (bytes), which the run
+    # keeps and its report sets beside the cells' figures; None = none.
+    customer_fio: bytes | None = field(default=None, repr=False)
 
     def cells(self) -> list[Cell]:
         cells = expand_cells(self)
@@ -921,6 +924,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     blktrace = s.get("blktrace", bool, False)
     fault = s.choice("fault", FAULTS, "none")
     switch_schedulers, switch_interval_ms = _parse_switching(s)
+    customer_fio = _parse_customer_fio(s, p, check_profiles)
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
@@ -971,7 +975,26 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
         blktrace=blktrace, fault=fault, short=short, switch_schedulers=switch_schedulers,
-        switch_interval_ms=switch_interval_ms)
+        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio)
+
+
+def _parse_customer_fio(s: _Reader, scenario_path: Path, read: bool) -> bytes | None:
+    """scenario.customer_fio: a fio JSON (fio 3.x) relative to the scenario,
+    read and checked when the scenario is validated for a run."""
+    value = s.get("customer_fio", str, None)
+    if value is None or not read:
+        return None
+    from blklab import compare_fio
+
+    path = scenario_path.parent / value
+    try:
+        doc = compare_fio.load_fio_json(path)
+        blob = path.read_bytes()
+        if not any(compare_fio.direction_figures(value, doc, d) for d in compare_fio.DIRECTIONS):
+            raise s.error("customer_fio", f"{value}: no job did any I/O")
+    except compare_fio.FioJsonError as e:
+        raise s.error("customer_fio", str(e).replace(str(path), value)) from None
+    return blob
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:
