@@ -181,7 +181,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     stderr = config.stderr_log.read_bytes() if config.stderr_log.exists() else b""
     if stderr:
         keep[f"{rel_dir}/{config.stderr_log.name}"] = stderr
-    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "switches.txt"):
+    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "blktrace.bin",
+                 "switches.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
     result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel
