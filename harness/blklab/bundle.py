@@ -67,10 +67,12 @@ class JobBundle:
     # /job/files/, bytes).
     attachments: tuple[tuple[str, bytes], ...] = ()
     replay: bool = False  # a job replays a trace onto the device under test
+    capture: bool = False  # run tools/blklab-capture.sh beside the workload
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
-                 blktrace: bool = False, fault: str = "none") -> "JobBundle":
+                 blktrace: bool = False, fault: str = "none",
+                 capture: bool = False) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -92,7 +94,7 @@ class JobBundle:
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
                    tuple(cell.tunables()), tuple(args), blktrace, fault,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
-                   any(job.replays for job in jobs))
+                   any(job.replays for job in jobs), capture)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -109,6 +111,8 @@ class JobBundle:
         }
         if self.replay:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_REPLAY"] = "1"
+        if self.capture:  # likewise
+            env["BLKLAB_CAPTURE"] = "1"
         if self.switch_schedulers:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_SWITCH_SCHEDULERS"] = " ".join(self.switch_schedulers)
             env["BLKLAB_SWITCH_INTERVAL_MS"] = str(self.switch_interval_ms)

@@ -188,6 +188,9 @@ class Scenario:
     sha256: str
     expectations: list[Expectation] = field(default_factory=list)
     blktrace: bool = False  # trace each cell's workload with blktrace and report btt figures
+    # Run tools/blklab-capture.sh in the guest beside the workload; its
+    # output is kept as cells/<cell>/capture.txt.
+    capture: bool = False
     fault: str = "none"  # one of FAULTS
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     short: bool = False  # the short form: [short] applied (see _short_form)
@@ -922,6 +925,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
+    capture = s.get("capture", bool, False)
     fault = s.choice("fault", FAULTS, "none")
     switch_schedulers, switch_interval_ms = _parse_switching(s)
     customer_fio = _parse_customer_fio(s, p, check_profiles)
@@ -974,7 +978,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
-        blktrace=blktrace, fault=fault, short=short, switch_schedulers=switch_schedulers,
+        blktrace=blktrace, capture=capture, fault=fault, short=short,
+        switch_schedulers=switch_schedulers,
         switch_interval_ms=switch_interval_ms, customer_fio=customer_fio)
 
 

@@ -3,6 +3,7 @@ unchanged (but for filename) under blkgen and under fio, and blklab
 compare-fio sets a fio JSON beside the run."""
 
 import json
+import tomllib
 
 import pytest
 
@@ -75,3 +76,34 @@ def test_compare_fio_sets_the_customers_numbers_beside_the_cell(fio_file_run, tm
     assert proc.returncode == 0, proc.stderr
     iops_line = next(line for line in proc.stdout.splitlines() if " iops " in line)
     assert cell["cell_id"] in iops_line and iops_line.rstrip().endswith("0.50")
+
+
+def test_capture_script_in_a_guest_imports_back_its_settings(built, tmp_path):
+    """scenario.capture runs tools/blklab-capture.sh in the guest beside the
+    workload; blklab import of that capture gives back the device and the
+    settings the cell ran with."""
+    s = tmp_path / "s.toml"
+    s.write_text('[scenario]\nmode = "deterministic"\nschedulers = ["mq-deadline"]\n'
+                 'capture = true\n[queue]\nread_ahead_kb = 256\n'
+                 '[iosched.mq-deadline]\nread_expire = 100\n' + nvme(1, "zero-latency") +
+                 '[[job]]\nname = "r"\nrw = "randread"\nioengine = "io_uring"\n'
+                 'iodepth = 4\ndirect = true\nruntime = "2s"\ntime_based = true\n')
+    out = tmp_path / "run"
+    proc = run_blklab("run", str(s), "--out", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (cell,) = cells_of(out).values()
+    capture = out / cell["files"]["capture.txt"]
+    imported = tmp_path / "imported.toml"
+    proc = run_blklab("import", str(capture), "-o", str(imported))
+    assert proc.returncode == 0, proc.stderr
+    data = tomllib.loads(imported.read_text())
+    (dev,) = data["device"]
+    assert dev["name"] == "nvme0n1" and dev["kind"] == "nvme"
+    assert dev["size_gib"] == 1.0
+    assert data["queue"]["read_ahead_kb"] == 256
+    assert data["iosched"]["mq-deadline"]["read_expire"] == 100
+    # The workload's reads show between the capture's two diskstats samples.
+    text = capture.read_text()
+    assert text.count("== diskstats") == 2
+    proc = run_blklab("validate", str(imported))
+    assert proc.returncode == 0, proc.stderr
