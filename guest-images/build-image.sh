@@ -102,6 +102,7 @@ inputs=$( {
     for f in $(host_files); do echo "$f $(sha256sum < "$f" | cut -d' ' -f1)"; done
     echo "blkgen $(sha256sum < "$blkgen" | cut -d' ' -f1)"
     echo "init $(sha256sum < "$here/init" | cut -d' ' -f1)"
+    echo "capture $(sha256sum < "$here/../tools/blklab-capture.sh" | cut -d' ' -f1)"
     echo "script $(sha256sum < "$0" | cut -d' ' -f1)"
 } )
 hash=$(printf '%s\n' "$inputs" | sha256sum | cut -c1-16)
@@ -225,6 +226,9 @@ for f in $(host_files); do
     install -D -m 0755 "$(readlink -f "$f")" "$root$f"
 done
 install -m 0755 "$here/init" "$root/init"
+# What a customer runs to describe their machine (scenario.capture runs it
+# in the guest, so blklab can make a customer's bundle in the open).
+install -m 0755 "$here/../tools/blklab-capture.sh" "$root/usr/bin/blklab-capture"
 
 # What is inside, for every result's manifest.
 fio_version=$(pkg_version fio)

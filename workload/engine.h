@@ -89,6 +89,13 @@ class Engine {
   // `result` set. Returns the number stored or -errno (-EINTR: call again).
   virtual int Reap(uint32_t min, uint32_t max, IoRequest** out) = 0;
 
+  // Waits at most `timeout_ns` for one handed-over request to complete, then
+  // stores up to `max` completed ones in `out`. Returns the number stored
+  // (0: none completed in time) or -errno. Replay waits this way for an
+  // I/O's due time while others are in flight, so their completions are
+  // dated when they happen.
+  virtual int ReapWithin(uint32_t max, IoRequest** out, uint64_t timeout_ns) = 0;
+
   // True if every request the last Reap() returned had completed before
   // that call and the call made no system call: a clock reading taken just
   // before it dates their completion (the job loop then saves one).

@@ -146,8 +146,27 @@ int IoUringEngine::Reap(uint32_t min, uint32_t max, IoRequest** out) {
       if (ret < 0) return ret;
     }
     TakePosted();
-    have = static_cast<uint32_t>(done_.size() - done_head_);
   }
+  return HandOut(max, out);
+}
+
+int IoUringEngine::ReapWithin(uint32_t max, IoRequest** out, uint64_t timeout_ns) {
+  reaped_held_ = false;
+  if (done_.size() == done_head_) {
+    __kernel_timespec ts = {static_cast<long long>(timeout_ns / 1000000000ULL),
+                            static_cast<long long>(timeout_ns % 1000000000ULL)};
+    io_uring_cqe* cqe = nullptr;
+    const int ret = io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    if (ret == -ETIME) return 0;
+    if (ret < 0) return ret;
+    TakePosted();
+  }
+  return HandOut(max, out);
+}
+
+// Moves up to `max` taken completions to `out`, oldest first.
+int IoUringEngine::HandOut(uint32_t max, IoRequest** out) {
+  const uint32_t have = static_cast<uint32_t>(done_.size() - done_head_);
   const uint32_t count = std::min(have, max);
   for (uint32_t i = 0; i < count; ++i) out[i] = done_[done_head_ + i];
   done_head_ += count;

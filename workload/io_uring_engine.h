@@ -56,12 +56,14 @@ class IoUringEngine final : public Engine {
   SubmitResult Queue(IoRequest* req) override;
   int Commit() override { return io_uring_submit(&ring_); }
   int Reap(uint32_t min, uint32_t max, IoRequest** out) override;
+  int ReapWithin(uint32_t max, IoRequest** out, uint64_t timeout_ns) override;
   bool reaped_held() const override { return reaped_held_; }
 
  private:
   // Moves every completion the kernel posted to the end of done_; a deferred
   // batch in submission order.
   void TakePosted();
+  int HandOut(uint32_t max, IoRequest** out);
 
   io_uring ring_{};
   bool ring_ready_ = false;

@@ -74,6 +74,17 @@ struct VerifyResult {
   VerifyMismatch first[kMaxVerifyMismatches];
 };
 
+// A replay (read_iolog): how late each I/O started against its due time
+// (the recorded time since the first I/O, scaled). An I/O is never started
+// early; it starts late when the queue is full (iodepth) or the process
+// wakes late.
+struct ReplayResult {
+  uint64_t ios = 0;          // I/Os (and syncs) started
+  uint64_t late_max_ns = 0;  // largest start - due
+  uint64_t late_sum_ns = 0;  // sum of start - due (mean = sum / ios)
+  uint64_t late_over_100us = 0;  // I/Os that started more than 100 us late
+};
+
 // One time series interval (blkgen_log_interval): I/Os and bytes completed
 // in it and clat percentiles of those I/Os, per direction.
 struct SeriesPoint {
@@ -109,6 +120,7 @@ struct JobResult {
   uint64_t complete_map[kDepthBuckets] = {};
   SyncResult sync;
   VerifyResult verify;
+  ReplayResult replay;
   uint64_t randseed = 0;              // seed the job ran with
   uint64_t startdelay_ns = 0;         // delay the job waited before starting
   uint32_t series_points = 0;         // entries of the job's SeriesPoint array used

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -19,6 +20,7 @@
 #include "io_uring_engine.h"
 #include "libaio_engine.h"
 #include "psync_engine.h"
+#include "replay.h"
 #include "verify.h"
 
 namespace blkgen {
@@ -188,6 +190,12 @@ Status JobRunner::Prepare() {
       if (spec_.rate_iops[d] != 0) rate_bps_[d] = spec_.rate_iops[d] * spec_.MinBs(dir);
       rate_limited_ |= rate_bps_[d] != 0;
     }
+    if (spec_.replay != nullptr) {
+      st = CheckReplayFits();
+      if (!st.ok()) return st;
+      // Wake-ups at the due time, not up to 50 us after it (the default slack).
+      prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    }
     if (target_.region_bytes() < max_bs) {
       return Status::Runtime("region of " + std::to_string(target_.region_bytes()) +
                              " bytes is smaller than the block size " + std::to_string(max_bs));
@@ -340,6 +348,31 @@ uint64_t JobRunner::RateDue(const IoRequest& req) const {
   return start_ns_ + static_cast<uint64_t>(ns);
 }
 
+// The next I/O of the trace, due at its recorded time since the start.
+bool JobRunner::NextReplayed(IoRequest* req) {
+  const std::vector<ReplayIo>& ios = spec_.replay->ios;
+  if (replay_next_ == ios.size()) return false;
+  const ReplayIo& io = ios[replay_next_++];
+  req->op = io.op;
+  req->offset = io.offset;
+  req->length = io.length;
+  replay_due_ns_ = start_ns_ + io.due_ns;
+  return true;
+}
+
+Status JobRunner::CheckReplayFits() const {
+  const ReplayTrace& t = *spec_.replay;
+  const uint64_t end = target_.region_offset() + target_.region_bytes();
+  if (t.end_offset > end) {
+    return Status::Runtime("read_iolog=" + spec_.read_iolog + ": the trace reaches byte " +
+                               std::to_string(t.end_offset) + " but '" + filename_ + "' ends at " +
+                               std::to_string(end) +
+                               "; replay_scale=N divides the trace's offsets by N",
+                           EINVAL);
+  }
+  return Status::Ok();
+}
+
 bool JobRunner::NextRequest(IoRequest* req) {
   req->verify_phase = false;
   if (phase_ == Phase::kVerify) {
@@ -356,6 +389,7 @@ bool JobRunner::NextRequest(IoRequest* req) {
     ++verify_cursor_;
     return true;
   }
+  if (spec_.replay != nullptr) return NextReplayed(req);
   // As fio's do_io(): stop once `size` bytes were issued (time_based: never).
   if (!spec_.time_based && issued_bytes_ >= io_limit_bytes_) return false;
   if (last_issued_write_ && writes_since_sync_ > 0) {
@@ -681,6 +715,7 @@ void JobRunner::Quiesce(E& engine) {
 template <class E>
 void JobRunner::Loop(E& engine) {
   IoRequest* held = nullptr;  // prepared, not accepted yet; next to queue
+  bool held_waited = false;  // replay: `held` waited for its due time already
   const bool polling = complete_min_ == 0;
   while (true) {
     bool busy = false;
@@ -688,7 +723,10 @@ void JobRunner::Loop(E& engine) {
       clock_fresh_ = false;
       IoRequest* req = held;
       held = nullptr;
+      bool waited = held_waited;
+      held_waited = false;
       if (req == nullptr) {
+        waited = false;
         req = free_.back();
         if (!NextRequest(req)) {
           issuing_ = false;
@@ -712,12 +750,30 @@ void JobRunner::Loop(E& engine) {
           }
         }
       }
+      if (spec_.replay != nullptr && phase_ == Phase::kMain && !waited) {
+        WaitUntilDue(engine, replay_due_ns_);
+        waited = true;
+        if (!issuing_) {
+          held = req;
+          held_waited = true;
+          break;
+        }
+      }
       req->start_ns = now_;
       const SubmitResult r = engine.Queue(req);
       if (r == SubmitResult::kBusy) {
         held = req;
+        held_waited = waited;
         busy = true;
         break;
+      }
+      if (spec_.replay != nullptr && phase_ == Phase::kMain) {
+        ReplayResult& rr = result_->replay;
+        const uint64_t late = req->start_ns - replay_due_ns_;
+        ++rr.ios;
+        rr.late_sum_ns += late;
+        rr.late_max_ns = std::max(rr.late_max_ns, late);
+        if (late > 100000) ++rr.late_over_100us;
       }
       MarkIssued(req);
       if (r == SubmitResult::kCompleted) {
@@ -760,6 +816,43 @@ void JobRunner::Loop(E& engine) {
       sched_yield();  // everything still staged: the kernel said "later"
     }
   }
+}
+
+// Replay: commits what is staged, then waits until CLOCK_MONOTONIC reads
+// `due_ns`, reaping completions as they come (so they are dated when they
+// happen) and sleeping when nothing is in flight. A runtime deadline ends
+// the wait and the issuing.
+template <class E>
+void JobRunner::WaitUntilDue(E& engine, uint64_t due_ns) {
+  CommitStaged(engine);
+  if (deadline_ns_ != 0 && due_ns > deadline_ns_) due_ns = deadline_ns_;
+  while (true) {
+    now_ = MonotonicNs();
+    if (now_ >= due_ns) break;
+    const uint32_t in_kernel = inflight_ - static_cast<uint32_t>(staged_.size());
+    if (in_kernel == 0) {
+      SleepUntilNs(due_ns);
+      continue;
+    }
+    const int k = engine.ReapWithin(in_kernel, events_.data(), due_ns - now_);
+    if (k < 0) {
+      if (k == -EINTR || k == -EAGAIN || k == -ETIME) continue;
+      RecordError(-k, ErrnoMessage("reap", -k));
+      issuing_ = false;
+      return;
+    }
+    if (k == 0) continue;
+    now_ = MonotonicNs();
+    for (int i = 0; i < k; ++i) {
+      Complete(events_[i], now_);
+      free_.push_back(events_[i]);
+    }
+    inflight_ -= static_cast<uint32_t>(k);
+    if (measuring_) ++result_->complete_map[BatchBucket(static_cast<uint32_t>(k))];
+    OnBatchDone(now_);
+  }
+  clock_fresh_ = false;
+  OnBatchDone(now_);
 }
 
 // verify_only: walks the main phase's I/O sequence without issuing any of

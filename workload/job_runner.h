@@ -79,6 +79,10 @@ class JobRunner {
   void Quiesce(E& engine);
   template <class E>
   void RunPhase(E& engine, Phase phase);
+  template <class E>
+  void WaitUntilDue(E& engine, uint64_t due_ns);
+  bool NextReplayed(IoRequest* req);
+  Status CheckReplayFits() const;
   bool NextRequest(IoRequest* req);
   bool NextTrim(IoRequest* req);
   void MaybeQueueForTrim(uint64_t block);
@@ -141,6 +145,10 @@ class JobRunner {
   uint32_t writes_since_sync_ = 0;
   bool last_issued_write_ = false;
   uint64_t completed_since_think_ = 0;
+  // Replay (read_iolog): the next entry of the trace and the due time
+  // (CLOCK_MONOTONIC) of the request NextRequest() returned last.
+  size_t replay_next_ = 0;
+  uint64_t replay_due_ns_ = 0;
   // Verify: per block, the generation of the last completed write of this
   // job (0 = none), kTrimmed once a trim of it completed (until the next
   // write) and kInFlight while an I/O to it is in flight.

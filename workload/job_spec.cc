@@ -19,6 +19,7 @@ std::string_view NameOf(EngineKind kind) {
 }
 
 std::string JobSpec::EffectiveFilename() const {
+  if (!replay_redirect.empty()) return replay_redirect;
   return filename.empty() ? name + "." + std::to_string(clone) + ".0" : filename;
 }
 

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,6 +96,8 @@ struct IoMaxLimits {
 
 enum class VerifyKind : uint8_t { kNone, kCrc32c };
 
+struct ReplayTrace;  // replay.h
+
 // An option as written by the user, kept for the "job options" and
 // "global options" sections of the output. The value is empty for a flag
 // given without one (`--time_based`); fio leaves those out of its output.
@@ -166,6 +169,18 @@ struct JobSpec {
   uint32_t trim_backlog_batch = 0;  // trims per batch; 0 = trim_backlog
   bool trim_verify_zero = true;     // a trimmed block must read back as zeros
   std::string write_iolog;          // fio iolog (version 2) of the I/Os issued; empty = none
+  // Trace replay (replay.h): the recorded I/O sequence replaces rw, bs,
+  // size and the pattern options.
+  std::string read_iolog;           // iolog or blktrace to replay; empty = none
+  uint32_t replay_time_scale = 100;  // %; 200 = twice as fast
+  bool replay_no_stall = false;      // as fast as possible, in recorded order
+  std::string replay_redirect;       // replay onto this file instead of filename
+  uint64_t replay_align = 0;         // offsets aligned down to this (power of two); 0 = none
+  uint64_t replay_scale = 0;         // offsets divided by this; 0 = none
+  // Set by LoadReplays() before the run: the loaded trace and the data
+  // directions it holds (DirBit mask), which replace rw's.
+  std::shared_ptr<const ReplayTrace> replay;
+  uint8_t replay_dirs = 0;
 
   // Options set for this job (not inherited from global), in the order
   // given; a repeated option keeps its first position and its last value.
@@ -173,7 +188,9 @@ struct JobSpec {
 
   std::string EffectiveFilename() const;
   const RwModeInfo& mode() const { return InfoFor(rw); }
-  bool Does(Dir d) const { return (mode().dir_mask & DirBit(d)) != 0; }
+  bool Does(Dir d) const {
+    return ((replay != nullptr ? replay_dirs : mode().dir_mask) & DirBit(d)) != 0;
+  }
   // True if the job trims blocks it wrote (verify with trim_percentage and
   // trim_backlog), whatever its rw= mode.
   bool TrimsWrittenBlocks() const {

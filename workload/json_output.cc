@@ -6,6 +6,7 @@
 
 #include "cgroup.h"
 #include "histogram.h"
+#include "replay.h"
 #include "report.h"
 
 namespace blkgen {
@@ -191,6 +192,22 @@ Json IdentityJson(const BlockIdentity& b, bool writer) {
   return j;
 }
 
+Json ReplayJson(const JobSpec& spec, const ReplayResult& r) {
+  Json j;
+  j["read_iolog"] = spec.read_iolog;
+  j["format"] = spec.replay->format;
+  j["trace_ios"] = spec.replay->ios.size();
+  j["replay_time_scale"] = spec.replay_time_scale;
+  j["replay_no_stall"] = spec.replay_no_stall;
+  j["replay_align"] = spec.replay_align;
+  j["replay_scale"] = spec.replay_scale;
+  j["ios"] = r.ios;
+  j["late_max_ns"] = r.late_max_ns;
+  j["late_mean_ns"] = r.ios != 0 ? r.late_sum_ns / r.ios : 0;
+  j["late_over_100us"] = r.late_over_100us;
+  return j;
+}
+
 Json VerifyJson(const JobSpec& spec, const VerifyResult& v) {
   Json j;
   j["mode"] = spec.verify == VerifyKind::kCrc32c ? "crc32c" : "0";
@@ -247,6 +264,7 @@ Json BlkgenJobJson(const ReportEntry& e, const CommandLine& cl, const RunData& r
     j["cgroup"] = std::move(cg);
   }
   if (spec.verify != VerifyKind::kNone) j["verify"] = VerifyJson(spec, r.verify);
+  if (spec.replay != nullptr) j["replay"] = ReplayJson(spec, r.replay);
   if (!run.series.empty()) {
     if (e.members.size() == 1) {
       j["time_series"] = SeriesJson(spec, r, run.series[e.members[0]]);

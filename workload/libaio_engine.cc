@@ -71,4 +71,18 @@ int LibaioEngine::Reap(uint32_t min, uint32_t max, IoRequest** out) {
   return n;
 }
 
+int LibaioEngine::ReapWithin(uint32_t max, IoRequest** out, uint64_t timeout_ns) {
+  if (max > events_.size()) max = static_cast<uint32_t>(events_.size());
+  timespec ts = {static_cast<time_t>(timeout_ns / 1000000000ULL),
+                 static_cast<long>(timeout_ns % 1000000000ULL)};
+  const int n = io_getevents(ctx_, 1, static_cast<long>(max), events_.data(), &ts);
+  if (n < 0) return n;
+  for (int i = 0; i < n; ++i) {
+    IoRequest* req = static_cast<IoRequest*>(events_[i].data);
+    req->result = static_cast<long>(events_[i].res);
+    out[i] = req;
+  }
+  return n;
+}
+
 }  // namespace blkgen

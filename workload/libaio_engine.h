@@ -31,6 +31,7 @@ class LibaioEngine final : public Engine {
   SubmitResult Queue(IoRequest* req) override;
   int Commit() override;
   int Reap(uint32_t min, uint32_t max, IoRequest** out) override;
+  int ReapWithin(uint32_t max, IoRequest** out, uint64_t timeout_ns) override;
 
  private:
   io_context_t ctx_ = nullptr;

@@ -13,7 +13,9 @@
 #include "job_processes.h"
 #include "json_output.h"
 #include "normal_output.h"
+#include "option_table_json.h"
 #include "options.h"
+#include "replay.h"
 #include "report.h"
 
 namespace blkgen {
@@ -58,9 +60,18 @@ int Main(int argc, char** argv) {
     std::fputs(HelpText().c_str(), stdout);
     return 0;
   }
+  if (cl.program.show_option_table) {
+    std::fputs(OptionTableJson().c_str(), stdout);
+    return 0;
+  }
   if (cl.program.show_version) {
     std::printf("%.*s\n", int(kBlkgenVersion.size()), kBlkgenVersion.data());
     return 0;
+  }
+  const Status loaded = LoadReplays(&cl.jobs, &cl.notes);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "blkgen: %s\n", loaded.message().c_str());
+    return kExitUsage;
   }
   for (const std::string& note : cl.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 

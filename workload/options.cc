@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "replay.h"
 #include "units.h"
 
 namespace blkgen {
@@ -488,7 +489,7 @@ Status ApplyWriteIolog(std::string_view v, JobSpec* job) {
 }
 
 // The option table: fio's names and defaults unless marked blkgen's own.
-constexpr std::array<OptionDef, 59> kJobOptions = {{
+constexpr std::array<OptionDef, 65> kJobOptions = {{
     {"name", "", "job name; starts a new job", false, ApplyName},
     {"filename", "", "file or block device (default: <name>.<clone>.0)", false, ApplyFilename},
     {"rw", "read",
@@ -566,16 +567,16 @@ constexpr std::array<OptionDef, 59> kJobOptions = {{
     {"cgroup", "", "cgroup v2 path below the root; the job process joins it", false, ApplyCgroup},
     // blkgen's own cgroup v2 settings (fio's cgroup_weight is cgroup v1).
     {"cgroup_io_weight", "", "blkgen: io.weight of the job's cgroup, 1..10000", false,
-     ApplyCgroupIoWeight},
+     ApplyCgroupIoWeight, true},
     {"cgroup_bfq_weight", "", "blkgen: io.bfq.weight of the job's cgroup, 1..1000", false,
-     ApplyCgroupBfqWeight},
+     ApplyCgroupBfqWeight, true},
     {"cgroup_io_max", "",
      "blkgen: io.max of the job's cgroup for its device: "
      "riops=N,wiops=N,rbps=SIZE,wbps=SIZE",
-     false, ApplyCgroupIoMax},
+     false, ApplyCgroupIoMax, true},
     {"cgroup_nodelete", "0", "0 | 1; keep cgroups blkgen created", true, ApplyCgroupNodelete},
     {"blkgen_log_interval", "100ms", "blkgen: time series interval (plain number = ms)", false,
-     ApplyLogInterval},
+     ApplyLogInterval, true},
     {"verify", "0",
      "0 | crc32c | crc32c-intel; header + checksum in every written block, "
      "checked on every read",
@@ -597,6 +598,20 @@ constexpr std::array<OptionDef, 59> kJobOptions = {{
      ApplyTrimVerifyZero},
     {"write_iolog", "", "write the I/Os issued as a fio iolog (version 2, no timestamps)", false,
      ApplyWriteIolog},
+    {"read_iolog", "",
+     "replay a fio iolog (v2, v3), a blkparse -d dump or blktrace per-CPU files "
+     "(name one, <dev>.blktrace.N); replaces rw, bs and size",
+     false, ApplyReadIolog},
+    {"replay_time_scale", "100", "replay: % of the recorded I/O rate (200 = twice as fast)", false,
+     ApplyReplayTimeScale},
+    {"replay_no_stall", "0", "0 | 1; replay as fast as possible, in the recorded order", true,
+     ApplyReplayNoStall},
+    {"replay_redirect", "", "replay onto this file or device (replaces filename)", false,
+     ApplyReplayRedirect},
+    {"replay_align", "0", "replay: align offsets down to this many bytes (power of two)", false,
+     ApplyReplayAlign},
+    {"replay_scale", "0", "replay: divide offsets by this factor; 0 = as recorded", false,
+     ApplyReplayScale},
 }};
 
 // fio options blkgen is meant to take but does not implement; refused with
@@ -634,12 +649,14 @@ struct ProgramOptionDef {
   bool takes_value;
 };
 
-constexpr std::array<ProgramOptionDef, 5> kProgramOptions = {{
+constexpr std::array<ProgramOptionDef, 6> kProgramOptions = {{
     {"output-format", "normal | json", true},
     {"output", "write the report to this file instead of stdout", true},
     {"cgroup-root", "blkgen: where cgroup v2 is mounted [default: /sys/fs/cgroup]", true},
     {"help", "print this text", false},
     {"version", "print the version", false},
+    {"option-table-json", "blkgen: print the job option table as JSON (for blklab's checks)",
+     false},
 }};
 
 const ProgramOptionDef* FindProgramOption(std::string_view name) {
@@ -669,6 +686,8 @@ Status ApplyProgramOption(std::string_view name, std::string_view value, Program
     program->show_help = true;
   } else if (name == "version") {
     program->show_version = true;
+  } else if (name == "option-table-json") {
+    program->show_option_table = true;
   }
   return Status::Ok();
 }
@@ -868,6 +887,8 @@ Status ReadFileDefault(const std::string& path, std::string* text) {
 
 std::span<const OptionDef> JobOptionTable() { return kJobOptions; }
 
+std::span<const std::string_view> NotYetSupportedOptions() { return kNotYetSupported; }
+
 ParseEnv SystemParseEnv() {
   ParseEnv env;
   env.read_file = ReadFileDefault;
@@ -941,7 +962,7 @@ Status ParseCommandLine(const std::vector<std::string>& args, const ParseEnv& en
     Remember(&sections.back(), name, given);
   }
 
-  if (cl.program.show_help || cl.program.show_version) {
+  if (cl.program.show_help || cl.program.show_version || cl.program.show_option_table) {
     *out = std::move(cl);
     return Status::Ok();
   }

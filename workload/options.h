@@ -35,10 +35,15 @@ struct OptionDef {
   // True if `--name` alone is accepted and means `--name=1` (fio's STR_SET).
   bool value_optional;
   Status (*apply)(std::string_view value, JobSpec* job);
+  // True for blkgen's own options, which fio does not have.
+  bool blkgen_only = false;
 };
 
 // All job options, in help order.
 std::span<const OptionDef> JobOptionTable();
+
+// fio options blkgen refuses as "not supported yet".
+std::span<const std::string_view> NotYetSupportedOptions();
 
 enum class OutputFormat { kNormal, kJson };
 
@@ -51,6 +56,7 @@ struct ProgramOptions {
   std::string cgroup_root = std::string(kDefaultCgroupRoot);
   bool show_help = false;
   bool show_version = false;
+  bool show_option_table = false;  // --option-table-json
 };
 
 struct CommandLine {

@@ -20,6 +20,7 @@ class PsyncEngine final : public Engine {
   }
   int Commit() override { return 0; }
   int Reap(uint32_t, uint32_t, IoRequest**) override { return 0; }
+  int ReapWithin(uint32_t, IoRequest**, uint64_t) override { return 0; }
 
  private:
   int fd_ = -1;  // not owned

@@ -63,20 +63,38 @@ class JobBundle:
     # switch_interval_ms, while the workload runs; () = no switching.
     switch_schedulers: tuple[str, ...] = ()
     switch_interval_ms: int = 0
+    # Files the jobs bring (traces, a fio job file): (name under
+    # /job/files/, bytes).
+    attachments: tuple[tuple[str, bytes], ...] = ()
+    replay: bool = False  # a job replays a trace onto the device under test
+    capture: bool = False  # run tools/blklab-capture.sh beside the workload
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
-                 blktrace: bool = False, fault: str = "none") -> "JobBundle":
+                 blktrace: bool = False, fault: str = "none",
+                 capture: bool = False) -> "JobBundle":
         args: list[str] = []
+        # A job file's jobs get the cell's seed as a command-line global
+        # (the file's own [global] randseed= overrides it); options after
+        # the last --name would belong to that job.
+        if any(job.fio_file is not None for job in jobs):
+            args.append(f"--randseed={cell.seed}")
         for job in jobs:
+            if job.fio_file is not None:
+                continue
             args += job.args()
             if not any(k == "randseed" for k, _ in job.options):
                 args.append(f"--randseed={cell.seed}")
+        for job in jobs:
+            if job.fio_file is not None:
+                args += job.args()
         if workload == "fio":
             args.append("--eta=never")
+        attachments = tuple((f.name, f.data) for job in jobs for f in job.files)
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
                    tuple(cell.tunables()), tuple(args), blktrace, fault,
-                   cell.switch_schedulers, cell.switch_interval_ms)
+                   cell.switch_schedulers, cell.switch_interval_ms, attachments,
+                   any(job.replays for job in jobs), capture)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -91,6 +109,10 @@ class JobBundle:
             "BLKLAB_BLKTRACE": "1" if self.blktrace else "0",
             "BLKLAB_FAULT": self.fault,
         }
+        if self.replay:  # only then, so other cells' bundles stay as they were
+            env["BLKLAB_REPLAY"] = "1"
+        if self.capture:  # likewise
+            env["BLKLAB_CAPTURE"] = "1"
         if self.switch_schedulers:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_SWITCH_SCHEDULERS"] = " ".join(self.switch_schedulers)
             env["BLKLAB_SWITCH_INTERVAL_MS"] = str(self.switch_interval_ms)
@@ -98,11 +120,14 @@ class JobBundle:
                 self.workload_args):
             if "\n" in value:
                 raise ValueError(f"job bundle value spans lines: {value!r}")
-        return {
+        files = {
             "job/job.env": "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()).encode(),
             "job/tunables": "".join(f"{k} {v}\n" for k, v in self.tunables).encode(),
             "job/workload.args": "".join(f"{a}\n" for a in self.workload_args).encode(),
         }
+        for name, data in self.attachments:
+            files[f"job/files/{name}"] = data
+        return files
 
     def cpio(self) -> bytes:
         return cpio_newc(self.files())

@@ -99,7 +99,7 @@ def devmodel_seed(cell: Cell) -> int:
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault)
+                                scenario.fault, scenario.capture)
     return CellResult(cell_id=cell.id, status="failed", error=error,
                       request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
                       host={"qemu_cmdline": [], "wall_seconds": 0.0})
@@ -122,7 +122,7 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext
 def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  ) -> tuple[CellResult, dict[str, bytes]]:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault)
+                                scenario.fault, scenario.capture)
     initrd = scratch / "initrd.cpio"
     with open(initrd, "wb") as out, open(ctx.image_dir / "initramfs.cpio", "rb") as base:
         shutil.copyfileobj(base, out, 1 << 20)
@@ -194,7 +194,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         if scenario.workload == "blkgen" else notes.fio_notes(result.workload))
     for n in result.workload_notes:
         log.warning("cell %s: %s: %s", cell.id, scenario.workload, n)
-    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "switches.txt"):
+    for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "blktrace.bin",
+                 "switches.txt", "capture.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
     result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel

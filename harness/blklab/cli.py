@@ -89,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--context", type=int, default=5,
                     help="common events shown before the first difference (default 5)")
 
+    cf = sub.add_parser("compare-fio", help="a customer's fio JSON beside RUN's cells: IOPS and "
+                        "clat mean, p50, p99, p99.9, p99.99 per direction, with ratios")
+    cf.add_argument("run", type=Path)
+    cf.add_argument("customer_json", type=Path, help="fio --output-format=json output (fio 3.x)")
+
+    im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
+                        "scenario skeleton; says what it could not map")
+    im.add_argument("capture", type=Path)
+    im.add_argument("-o", "--output", type=Path, help="scenario file to write (default: stdout)")
+    im.add_argument("--device", help="the captured device to model (default: the busiest)")
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -161,6 +172,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        if args.command == "import":
+            from blklab import importer
+
+            result = importer.import_capture(args.capture, args.device)
+            if args.output:
+                from blklab.results import write_atomic
+
+                write_atomic(args.output, result.toml)
+                print(f"scenario: {args.output}")
+            else:
+                print(result.toml, end="")
+            for line in result.unmapped:
+                print(f"not mapped: {line}", file=sys.stderr)
+            return 0
         if args.command == "diverge":
             from blklab import diverge
 
@@ -179,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(markdown.render(run.cells, run.manifest, outcomes), end="")
                 return 0
             print(f"report: {_write_report(run, outcomes, args.output)}")
+            return 0
+        if args.command == "compare-fio":
+            from blklab import compare_fio
+
+            run = runner.load_run(args.run)
+            customer = compare_fio.load_fio_json(args.customer_json)
+            print(compare_fio.render(args.customer_json,
+                                     compare_fio.compare(args.customer_json, customer, run.cells)))
             return 0
         if args.command == "check":
             run = runner.load_run(args.run)

@@ -239,6 +239,12 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 {% endfor %}</table>{% endif %}
 {% endfor %}
 
+{% if customer %}<h2>The customer's fio beside blklab</h2>
+<p class="note">{{ customer.note }}</p>
+<table class="customer"><tr>{% for h in customer.header %}<th class="l">{{ h }}</th>{% endfor %}</tr>
+{% for row in customer.rows %}<tr>{% for v in row %}<td{% if loop.index <= 3 %} class="l"{% endif %}>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+
 <h2>Manifest</h2>
 <pre>{{ manifest }}</pre>
 <script>
@@ -315,13 +321,35 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                  if mode == "deterministic" else
                  "Realtime mode: results depend on the host's speed and load.")
     ok = sum(c["status"] == "ok" for c in cells)
+    customer = _customer_table(run_dir, cells)
     return TEMPLATE.render(
         name=manifest.get("scenario", {}).get("name", run_dir.name),
         description=manifest.get("scenario", {}).get("description", ""),
         run_id=manifest.get("run_id", ""), mode=mode, accel=manifest.get("accel", ""),
         ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
         outcomes=outcomes, outcome_summary=expectations.summary(outcomes), devices=devices,
+        customer=customer,
         manifest=json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _customer_table(run_dir: Path, cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """scenario.customer_fio beside the cells (the table blklab compare-fio
+    prints), when the run kept one."""
+    from blklab import compare_fio
+    from blklab.runner import CUSTOMER_FIO_COPY
+
+    path = run_dir / CUSTOMER_FIO_COPY
+    if not path.exists():
+        return None
+    try:
+        rows = compare_fio.compare(path, compare_fio.load_fio_json(path), cells)
+    except compare_fio.FioJsonError as e:
+        return {"note": f"not shown: {e}", "header": [], "rows": []}
+    body = compare_fio.table_rows(rows)
+    notes = sorted({f"customer {r.direction}: {r.customer.note}" for r in rows if r.customer.note})
+    return {"note": "clat (completion latency) in us, IOPS per second; ratio = blklab / "
+                    "customer. " + " ".join(notes),
+            "header": body[0], "rows": body[1:]}
 
 
 def flatten_counters(data: dict[str, Any], prefix: str = "") -> dict[str, float | str]:

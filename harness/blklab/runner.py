@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 MANIFEST_SCHEMA_VERSION = 1
 # The scenario as it was run, so that report and check need only the run.
 SCENARIO_COPY = "scenario.toml"
+# scenario.customer_fio, kept with the run for its report.
+CUSTOMER_FIO_COPY = "customer-fio.json"
 
 
 @dataclass
@@ -74,6 +76,12 @@ def profile_hashes(scenario: Scenario) -> dict[str, str]:
     return {d.name: d.profile.sha256 for d in scenario.devices if d.profile is not None}
 
 
+def job_file_hashes(scenario: Scenario) -> dict[str, str]:
+    """Name under /job/files/ -> sha256, for the traces and fio job files the
+    jobs bring (as the guest gets them)."""
+    return {f.name: f.sha256 for job in scenario.jobs for f in job.files}
+
+
 def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
               qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
     inputs = {
@@ -84,6 +92,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
     }
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
+    if job_file_hashes(scenario):  # only then, so other runs keep their ids
+        inputs["job_files"] = job_file_hashes(scenario)
     key = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
@@ -206,6 +216,10 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
                      "profiles": {d.name: {"name": d.profile.name, "path": d.profile.path,
                                            "sha256": d.profile.sha256}
                                   for d in scenario.devices if d.profile is not None}},
+        "customer_fio": (hashlib.sha256(scenario.customer_fio).hexdigest()
+                         if scenario.customer_fio is not None else None),
+        "job_files": {f.name: {"source": f.source, "sha256": f.sha256}
+                      for job in scenario.jobs for f in job.files},
         "cells": [c.id for c in cells],
         "host": host_info(),
         "backend": options.backend,
@@ -214,6 +228,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     }
     write_atomic(run_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     write_atomic(run_dir / SCENARIO_COPY, scenario.path.read_text())
+    if scenario.customer_fio is not None:
+        write_atomic_bytes(run_dir / CUSTOMER_FIO_COPY, scenario.customer_fio)
 
     todo = pending_cells(run_dir, cells)
     if len(todo) < len(cells):

@@ -34,12 +34,9 @@ WORKLOADS = ("blkgen", "fio")
 # blklab itself: a kernel panic, or a guest that never finishes.
 FAULTS = ("none", "guest-panic", "guest-hang")
 
-# Job options blklab sets itself for every cell.
-RESERVED_JOB_OPTIONS = ("filename", "output", "output-format", "eta")
-# Job options blkgen has and fio does not (workload/README.md): cgroup v2
-# weights and limits, and the interval of its time series.
-BLKGEN_ONLY_OPTIONS = ("cgroup_io_weight", "cgroup_bfq_weight", "cgroup_io_max",
-                       "blkgen_log_interval")
+# Job options blklab sets itself for every cell (replay_redirect: a job
+# that replays a trace replays it onto the device under test).
+RESERVED_JOB_OPTIONS = ("filename", "output", "output-format", "eta", "replay_redirect")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ATTR = re.compile(r"^[a-z0-9_]+$")
@@ -98,9 +95,21 @@ class Job:
 
     name: str
     options: tuple[tuple[str, str], ...]
+    # Files the job brings into the guest (jobfiles.Attachment): the trace
+    # read_iolog names (the option then holds its guest path) or the fio job
+    # file; () = none.
+    files: tuple = ()
+    fio_file: str | None = None  # guest path of a customer's fio job file
+    sections: tuple[str, ...] = ()  # the fio job file's job sections that run
 
     def args(self) -> list[str]:
+        if self.fio_file is not None:
+            return [self.fio_file]
         return [f"--name={self.name}"] + [f"--{k}={v}" for k, v in self.options]
+
+    @property
+    def replays(self) -> bool:
+        return any(k == "read_iolog" for k, _ in self.options)
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,9 @@ class Scenario:
     sha256: str
     expectations: list[Expectation] = field(default_factory=list)
     blktrace: bool = False  # trace each cell's workload with blktrace and report btt figures
+    # Run tools/blklab-capture.sh in the guest beside the workload; its
+    # output is kept as cells/<cell>/capture.txt.
+    capture: bool = False
     fault: str = "none"  # one of FAULTS
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     short: bool = False  # the short form: [short] applied (see _short_form)
@@ -197,6 +209,9 @@ class Scenario:
     # Cell id patterns (fnmatch) of the cells to run; () = every cell.
     # Set by [short] cells only.
     cell_patterns: tuple[str, ...] = ()
+    # scenario.customer_fio: the customer's fio JSON (bytes), which the run
+    # keeps and its report sets beside the cells' figures; None = none.
+    customer_fio: bytes | None = field(default=None, repr=False)
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -450,7 +465,38 @@ def check_kernel_drivers(path: str, guest: Guest, devices: list[Device]) -> None
             f"Allowed with this kernel: {', '.join(runnable)}; or choose another guest.kernel")
 
 
-def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
+def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str, Any],
+                        workload: str) -> Job:
+    """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`)."""
+    from blklab import blkgen_options, jobfiles
+
+    prefix = f"job[{i}]"
+    for key in table:
+        if key not in ("fio_file", "sections", "name"):
+            raise ScenarioError(path, f"{prefix}.{key}", "a job with fio_file takes its options "
+                                "from the file; only name and sections may stand beside it")
+    value = table["fio_file"]
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(path, f"{prefix}.fio_file", "must be a path (relative to the "
+                            "scenario file) to a fio job file")
+    sections = table.get("sections")
+    if sections is not None and (not isinstance(sections, list) or not sections or not all(
+            isinstance(x, str) and x for x in sections)):
+        raise ScenarioError(path, f"{prefix}.sections", "must be a non-empty array of the "
+                            "file's job section names")
+    t = blkgen_options.table_if_built()
+    jf = jobfiles.parse_fio_file(scenario_path, path, f"{prefix}.fio_file", value, sections,
+                                 t.options if t else None, t.not_supported_yet if t else (),
+                                 workload, f"{i}-")
+    name = table.get("name", Path(value).stem)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ScenarioError(path, f"{prefix}.name",
+                            "1-64 of letters, digits, '_', '.', '-'")
+    return Job(name, (), (jf.attachment,), jf.attachment.guest_path, jf.sections)
+
+
+def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
+                workload: str = "blkgen") -> list[Job]:
     tables = data.get("job")
     if tables is None:
         raise ScenarioError(path, "job", "at least one [[job]] is required")
@@ -459,6 +505,13 @@ def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     jobs = []
     for i, table in enumerate(tables):
         prefix = f"job[{i}]"
+        if "fio_file" in table:
+            if scenario_path is not None:
+                jobs.append(_parse_fio_file_job(path, scenario_path, i, table, workload))
+            else:  # a run read back: the file went with it, as the guest got it
+                name = str(table.get("name", Path(str(table["fio_file"])).stem))
+                jobs.append(Job(name, (), (), "", tuple(table.get("sections") or ())))
+            continue
         name = table.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise ScenarioError(path, f"{prefix}.name",
@@ -482,15 +535,62 @@ def _parse_jobs(path: str, data: dict[str, Any]) -> list[Job]:
             if "\n" in text:
                 raise ScenarioError(path, f"{prefix}.{key}", "must not span lines")
             options.append((key, text))
-        jobs.append(Job(name, tuple(options)))
+        files: tuple = ()
+        if scenario_path is not None:
+            options, files = _attach_trace(path, scenario_path, prefix, options, workload, i)
+        jobs.append(Job(name, tuple(options), files))
+    if sum(j.fio_file is not None for j in jobs) > 1:
+        raise ScenarioError(path, "job", "one job may name a fio_file (blkgen runs one job "
+                            "file per run); put the sections into one file")
     return jobs
+
+
+def _attach_trace(path: str, scenario_path: Path, prefix: str,
+                  options: list[tuple[str, str]], workload: str,
+                  i: int) -> tuple[list[tuple[str, str]], tuple]:
+    """read_iolog's trace goes into the guest: the option gets its path there."""
+    from blklab import jobfiles
+
+    for n, (key, value) in enumerate(options):
+        if key.replace("-", "_") != "read_iolog":
+            continue
+        files = jobfiles.trace_files(scenario_path, path, f"{prefix}.{key}", value, workload,
+                                     f"{i}-")
+        requested = f"{i}-{Path(value).name}"
+        guest = next(f.guest_path for f in files if f.name == requested)
+        return options[:n] + [(key, guest)] + options[n + 1:], tuple(files)
+    return options, ()
+
+
+def _check_blkgen_options(path: str, jobs: list[Job]) -> None:
+    """blkgen would stop at an option it does not have; say so before a VM starts."""
+    from blklab import blkgen_options
+
+    table = blkgen_options.table_if_built()
+    if table is None:
+        return
+    for i, job in enumerate(jobs):
+        for key, _ in job.options:
+            name = key.replace("-", "_")
+            if name in table.options:
+                continue
+            why = ("is a fio option blkgen does not support yet; run it with workload = \"fio\""
+                   if name in table.not_supported_yet else
+                   "is not a blkgen option (blkgen --help lists them)")
+            raise ScenarioError(path, f"job[{i}].{key}", why)
 
 
 def _check_fio_options(path: str, jobs: list[Job]) -> None:
     """fio would stop at an option only blkgen has; say so before a VM starts."""
+    from blklab import blkgen_options
+
+    table = blkgen_options.table_if_built()
+    if table is None:
+        return
+    blkgen_only = table.blkgen_only()
     for i, job in enumerate(jobs):
         for key, _ in job.options:
-            if key.replace("-", "_") in BLKGEN_ONLY_OPTIONS:
+            if key.replace("-", "_") in blkgen_only:
                 raise ScenarioError(path, f"job[{i}].{key}",
                                     "is blkgen's own option and fio has none of that name "
                                     "(scenario.workload is \"fio\"); run it with "
@@ -860,8 +960,10 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     timeout_s = s.integer("timeout_s", 600, 10, 7 * 24 * 3600)
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
+    capture = s.get("capture", bool, False)
     fault = s.choice("fault", FAULTS, "none")
     switch_schedulers, switch_interval_ms = _parse_switching(s)
+    customer_fio = _parse_customer_fio(s, p, check_profiles)
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
@@ -893,9 +995,11 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         sub = _Reader(shown, _table(shown, io.table, sched, f"iosched.{sched}"), f"iosched.{sched}")
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
-    jobs = _parse_jobs(shown, data)
-    if workload == "fio":
+    jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
+    if workload == "fio" and check_profiles:
         _check_fio_options(shown, jobs)
+    elif check_profiles:
+        _check_blkgen_options(shown, jobs)
     expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
     if mode_override is not None:
         mode, why = mode_override, "--mode deterministic"
@@ -909,8 +1013,28 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
-        blktrace=blktrace, fault=fault, short=short, switch_schedulers=switch_schedulers,
-        switch_interval_ms=switch_interval_ms)
+        blktrace=blktrace, capture=capture, fault=fault, short=short,
+        switch_schedulers=switch_schedulers,
+        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio)
+
+
+def _parse_customer_fio(s: _Reader, scenario_path: Path, read: bool) -> bytes | None:
+    """scenario.customer_fio: a fio JSON (fio 3.x) relative to the scenario,
+    read and checked when the scenario is validated for a run."""
+    value = s.get("customer_fio", str, None)
+    if value is None or not read:
+        return None
+    from blklab import compare_fio
+
+    path = scenario_path.parent / value
+    try:
+        doc = compare_fio.load_fio_json(path)
+        blob = path.read_bytes()
+        if not any(compare_fio.direction_figures(value, doc, d) for d in compare_fio.DIRECTIONS):
+            raise s.error("customer_fio", f"{value}: no job did any I/O")
+    except compare_fio.FioJsonError as e:
+        raise s.error("customer_fio", str(e).replace(str(path), value)) from None
+    return blob
 
 
 def _table(path: str, data: dict[str, Any], name: str, key: str | None = None) -> dict[str, Any]:
