@@ -52,7 +52,7 @@ SANITIZE ?=
 DEB_PACKAGES := \
 	build-essential cmake ninja-build meson pkg-config flex bison dpkg-dev \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
-	busybox-static fio blktrace cpio kmod zstd xz-utils git \
+	busybox-static fio blktrace cpio kmod zstd xz-utils git debootstrap \
 	liburing-dev libaio-dev nlohmann-json3-dev libtoml11-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev llvm \
 	python3-pytest python3-numpy python3-scipy python3-jinja2 \

@@ -146,68 +146,10 @@ if [[ $EUID -eq 0 ]]; then
     apt_opts+=(-o APT::Sandbox::User=root)
 fi
 
-# Prints the enabled Debian entries of the machine's apt sources as
-# "deb + deb-src" entries: one-line entries first, then a line "--", then
-# deb822 stanzas. A Debian entry is one whose suite is the release codename
-# or one of its -updates/-security/-backports suites.
-derive_sources() {
-    local codename suite_re f
-    # shellcheck source=/dev/null
-    codename=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
-    [[ -n $codename ]] || die "no VERSION_CODENAME in /etc/os-release"
-    suite_re="^${codename}(-updates|-security|-backports|-proposed-updates)?\$"
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [[ -f $f ]] || continue
-        awk -v re="$suite_re" '
-            /^[ \t]*deb[ \t]/ {
-                line = $0
-                sub(/#.*/, "", line)
-                sub(/[ \t]+$/, "", line)
-                sub(/^[ \t]*deb[ \t]+/, "", line)
-                opts = ""
-                if (line ~ /^\[/) {
-                    end = index(line, "]")
-                    opts = substr(line, 1, end) " "
-                    line = substr(line, end + 1)
-                }
-                sub(/^[ \t]+/, "", line)
-                n = split(line, w, /[ \t]+/)
-                if (n < 2 || w[2] !~ re) next
-                rest = ""
-                for (i = 3; i <= n; i++) rest = rest " " w[i]
-                print "deb " opts w[1] " " w[2] rest
-                print "deb-src " opts w[1] " " w[2] rest
-            }' "$f"
-    done
-    echo "--"
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        awk -v re="$suite_re" '
-            BEGIN { RS = ""; FS = "\n" }
-            {
-                types = ""; suites = ""; enabled = "yes"; body = ""; keep = 1
-                for (i = 1; i <= NF; i++) {
-                    l = $i
-                    if (l ~ /^#/) continue
-                    if (l ~ /^[ \t]/) { if (keep) body = body l "\n"; continue }
-                    k = tolower(l); sub(/:.*/, "", k)
-                    v = l; sub(/^[^:]*:[ \t]*/, "", v)
-                    keep = 0
-                    if (k == "types") types = v
-                    else if (k == "suites") suites = v
-                    else if (k == "enabled") enabled = tolower(v)
-                    else { keep = 1; body = body l "\n" }
-                }
-                if (enabled == "no" || (" " types " ") !~ /[ \t]deb[ \t]/) next
-                kept = ""
-                n = split(suites, s, /[ \t]+/)
-                for (j = 1; j <= n; j++)
-                    if (s[j] ~ re) kept = kept (kept == "" ? "" : " ") s[j]
-                if (kept == "") next
-                printf "Types: deb deb-src\nSuites: %s\n%s\n", kept, body
-            }' "$f"
-    done
-}
+# derive_sources: the machine's own Debian apt entries (shared with
+# guest-images/, which derives other suites from them).
+# shellcheck source=../scripts/debian-apt.sh
+source "$repo_root/scripts/debian-apt.sh"
 
 # Writes the private apt configuration and fetches its indices when they are
 # missing, when the derived sources changed, or when BLKLAB_APT_REFRESH=1.
