@@ -16,9 +16,9 @@ lock_entries() {
     sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
 }
 
-# root_key: the build root's key, from the lock and this file.
+# root_key: the build root's key, from the lock and the code that makes it.
 root_key() {
-    cat "$userland_lock" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16
+    { cat "$userland_lock"; declare -f inroot ensure_root; } | sha256sum | cut -c1-16
 }
 
 # inroot ROOT COMMAND...: runs COMMAND inside ROOT with a fixed
@@ -102,18 +102,25 @@ blkgen_files() {
      LC_ALL=C sort)
 }
 
-# build_blkgen: sets blkgen to a static blkgen built in the build root from
-# the repository's sources, cached by the root's key and the sources.
-build_blkgen() {
-    local key f dir src
-    key=$( {
+# blkgen_key: the key of the blkgen build_blkgen makes (the root's key and
+# every source file), computed without the root or the archive.
+blkgen_key() {
+    local f
+    {
         root_key
         while read -r f; do
             printf '\0%s\0' "$f"
             cat "$repo/$f"
         done < <(blkgen_files)
         declare -f build_blkgen
-    } | sha256sum | cut -c1-16)
+    } | sha256sum | cut -c1-16
+}
+
+# build_blkgen: sets blkgen to a static blkgen built in the build root from
+# the repository's sources, cached by blkgen_key.
+build_blkgen() {
+    local key dir src f
+    key=$(blkgen_key)
     dir=$cache/blkgen/$key
     blkgen=$dir/blkgen
     [[ -x $blkgen ]] && return 0
