@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("scenario", type=Path)
     v.add_argument("--short", action="store_true", help="list the short form's cells")
     v.add_argument("--kernel", action="store_true",
-                   help="print the guest kernel flavour ([guest] kernel) instead of the cells")
+                   help="print the guest kernel, <series>-<flavour> ([guest] kernel), "
+                   "instead of the cells")
 
     sw = sub.add_parser("switches", help="each scheduler switch of RUN (scenario."
                         "switch_schedulers) against the workload's time series")
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write RUN/report.html")
     rep.add_argument("run", type=Path)
     rep.add_argument("-o", "--output", type=Path, help="default: RUN/report.html")
+    rep.add_argument("--against", metavar="BASELINE",
+                     help="baseline name or JSON: warn in the report about each guest or QEMU "
+                     "input that differs from it")
 
     c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure")
     c.add_argument("run", type=Path)
@@ -103,13 +107,22 @@ def _print_outcomes(outcomes: list) -> None:
             print("  " + o.line())
 
 
-def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
+def _write_report(run, outcomes: list, output: Path | None = None,
+                  against: dict | None = None) -> Path:
     from blklab import report
     from blklab.results import write_atomic
 
     out = output or run.path / "report.html"
-    write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes))
+    write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes, against))
     return out
+
+
+def _baseline_file(args: argparse.Namespace, name: str) -> Path:
+    from blklab import baseline
+
+    as_path = Path(name)
+    return as_path if as_path.suffix == ".json" else baseline.baseline_path(
+        _results_root(args), name)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -141,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "validate":
             s = scenario_mod.load(args.scenario, short=args.short)
             if args.kernel:
-                print(s.guest.flavour)
+                print(s.guest.kernel)
                 return 0
             for c in s.cells():
                 print(c.id)
@@ -165,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             run = runner.load_run(args.run)
             outcomes = expectations.evaluate(run.scenario.expectations, run.cells)
-            print(f"report: {_write_report(run, outcomes, args.output)}")
+            against = baseline.load(_baseline_file(args, args.against)) if args.against else None
+            print(f"report: {_write_report(run, outcomes, args.output, against)}")
             return 0
         if args.command == "check":
             run = runner.load_run(args.run)
@@ -181,14 +195,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"baseline {args.name}: {path}")
             return 0
         if args.command == "compare":
-            as_path = Path(args.baseline)
-            path = as_path if as_path.suffix == ".json" else baseline.baseline_path(
-                _results_root(args), args.baseline)
+            path = _baseline_file(args, args.baseline)
             base = baseline.load(path)
             run = runner.load_run(args.run)
-            changes = baseline.compare(base, baseline.snapshot(run.cells, run.manifest),
-                                       args.tolerance)
+            new = baseline.snapshot(run.cells, run.manifest)
+            changes = baseline.compare(base, new, args.tolerance)
             print(baseline.render(changes))
+            for w in baseline.input_warnings(base, new):
+                print(f"warning: {w}")
             regressed = [c for c in changes if c.verdict in ("regressed", "missing")]
             print(f"{len(regressed)} regression(s) against {path}")
             unknown = sum(c.verdict == "no interval" for c in changes)
