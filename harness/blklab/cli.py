@@ -88,6 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--context", type=int, default=5,
                     help="common events shown before the first difference (default 5)")
 
+    im = sub.add_parser("image", help="carry a guest image and the QEMU build's inputs "
+                        "between machines (when a pinned package has left the archive)")
+    isub = im.add_subparsers(dest="image_command", required=True)
+    ie = isub.add_parser("export", help="write FILE: the images of the kernels named and the "
+                         "QEMU build's downloads")
+    ie.add_argument("file", type=Path)
+    ie.add_argument("--kernel", action="append", metavar="KERNEL",
+                    help="<series>-<flavour> or a flavour of the default series; repeatable "
+                    "(default: the default series' amd64)")
+    ii = isub.add_parser("import", help="unpack FILE into the cache and link the images this "
+                         "checkout would build")
+    ii.add_argument("file", type=Path)
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -146,6 +159,28 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed or missing else 0
 
 
+def _image(args: argparse.Namespace) -> int:
+    from blklab import image_archive, kernels
+
+    if args.image_command == "export":
+        names = []
+        for written in args.kernel or ["amd64"]:
+            k = kernels.resolve(written)
+            if k is None:
+                raise BlklabError(f"--kernel '{written}' is not one of: {kernels.allowed_text()}")
+            names.append(k.id)
+        index = image_archive.export(args.file, names)
+        for img in index["images"]:
+            print(f"image {img['dir']} ({img['kernel_package']} {img['kernel_package_version']})")
+        print(f"QEMU inputs: qemu {index['qemu']['qemu_source']['version']}, "
+              f"{len(index['qemu']['files'])} files")
+        print(f"export: {args.file}")
+        return 0
+    for line in image_archive.import_(args.file):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -166,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        if args.command == "image":
+            return _image(args)
         if args.command == "diverge":
             from blklab import diverge
 
