@@ -114,7 +114,7 @@ fetch_pinned() {
                 echo "build-image.sh: the Debian archive no longer has these versions pinned in"
                 echo "  guest-images/$lock:"
                 printf '    %s\n' "${gone[@]}"
-                echo "  (after 'BLKLAB_APT_REFRESH=1', apt still finds none of them)."
+                echo "  (apt finds none of them, with archive indices fetched just now)."
                 echo "  Ways out:"
                 echo "  - bring the image from a machine that has it: there"
                 echo "    'blklab image export FILE', here 'blklab image import FILE'"

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from browser import open_page
-from conftest import (REPO, SPINE_DEVICES, SPINE_JOB, cells_of, nvme, qemu_pids,
-                      run_blklab)
+from conftest import (DEFAULT_IMAGE, DEFAULT_KERNEL, REPO, SPINE_DEVICES, SPINE_JOB, cells_of,
+                      nvme, qemu_pids, run_blklab)
 from blklab import results
 
 NVME = nvme(4)
@@ -49,7 +49,7 @@ def test_io_happened(four_schedulers):
 
 def test_guest_facts(four_schedulers):
     _, out = four_schedulers
-    image = json.loads((REPO / "build/images/amd64/image.json").read_text())
+    image = json.loads((DEFAULT_IMAGE / "image.json").read_text())
     for c in cells_of(out).values():
         assert c["guest"]["kernel_release"] == image["kernel_release"]
         assert c["guest"]["cpus"] == "2"
@@ -217,7 +217,7 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
     from blklab import accel, paths
 
     started = time.monotonic()
-    answer = accel.probe(paths.qemu_binary(), paths.image_dir("amd64"), tmp_path / "probe.json")
+    answer = accel.probe(paths.qemu_binary(), paths.image_dir(DEFAULT_KERNEL), tmp_path / "probe.json")
     assert time.monotonic() - started < accel.PROBE_TIMEOUT_S + 30
     if os.access("/dev/kvm", os.R_OK | os.W_OK):
         # The probe booted the guest under KVM, or gave up; either way it
