@@ -136,6 +136,12 @@ kx=$work/kernel
 mkdir -p "$root" "$kx"
 cp "$kdeb" "$work/kernel.deb"
 inroot "$build_root" dpkg-deb -x /blklab-image/kernel.deb /blklab-image/kernel
+# Packages of a merged-/usr release (trixie) keep the modules under
+# /usr/lib/modules; the guest and depmod -b look in /lib/modules.
+if [ -d "$kx/usr/lib/modules/$kernel_release" ] && [ ! -e "$kx/lib/modules/$kernel_release" ]; then
+    mkdir -p "$kx/lib/modules"
+    mv "$kx/usr/lib/modules/$kernel_release" "$kx/lib/modules/"
+fi
 
 # Drivers: each one's state in the package, then the modules.dep closure
 # of those that are modules, then a depmod of the subset so busybox's
@@ -147,7 +153,7 @@ kconfig=$kx/boot/config-$kernel_release
 
 # driver_state NAME: module, builtin or missing.
 driver_state() {
-    local pat="(^|/)${1//-/[-_]}\.ko"
+    local pat="(^|/)${1//-/[-_]}\.ko(\.xz)?"
     if grep -qE "${pat}:" "$kx/$moddir/modules.dep"; then
         echo module
     elif grep -qE "${pat}\$" "$kx/$moddir/modules.builtin"; then
@@ -212,11 +218,21 @@ fi
 want=$(
     for d in "${!state[@]}"; do
         [ "${state[$d]}" = module ] || continue
-        grep -E "(^|/)${d//-/[-_]}\.ko:" "$kx/$moddir/modules.dep" | tr -d ':' | tr ' ' '\n'
+        grep -E "(^|/)${d//-/[-_]}\.ko(\.xz)?:" "$kx/$moddir/modules.dep" | tr -d ':' | tr ' ' '\n'
     done | sed '/^$/d' | sort -u
 )
+# Compressed modules (6.12 ships .ko.xz) go in decompressed, so that
+# busybox's modprobe loads them as it loads 6.1's.
 for rel in $want; do
-    install -D -m 0644 "$kx/$moddir/$rel" "$root/$moddir/$rel"
+    case "$rel" in
+        *.ko.xz)
+            mkdir -p "$(dirname "$root/$moddir/$rel")"
+            inroot "$build_root" busybox xz -dc "/blklab-image/kernel/$moddir/$rel" \
+                > "$root/$moddir/${rel%.xz}"
+            chmod 0644 "$root/$moddir/${rel%.xz}" ;;
+        *.ko) install -D -m 0644 "$kx/$moddir/$rel" "$root/$moddir/$rel" ;;
+        *) die "$kpkg: module $rel is compressed in a way the image does not unpack" ;;
+    esac
 done
 cp "$kx/$moddir/modules.order" "$kx/$moddir/modules.builtin" \
    "$kx/$moddir/modules.builtin.modinfo" "$root/$moddir/"

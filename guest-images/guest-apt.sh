@@ -57,12 +57,7 @@ guest_apt_prepare() {
     touch "$guest_apt_dir/status"
     # shellcheck disable=SC2046
     derived=$(derive_sources --binary $(guest_suites)) || die "cannot derive the guest's apt entries"
-    if [[ "$(sed -n '/^--$/q;p' <<<"$derived")" != \
-          "$(cat "$guest_apt_dir/sources.list" 2>/dev/null)" ||
-          "$(sed '0,/^--$/d' <<<"$derived")" != \
-          "$(cat "$guest_apt_dir/sources.list.d/debian.sources" 2>/dev/null)" ]]; then
-        sed -n '/^--$/q;p' <<<"$derived" >"$guest_apt_dir/sources.list"
-        sed '0,/^--$/d' <<<"$derived" >"$guest_apt_dir/sources.list.d/debian.sources"
+    if write_apt_sources "$guest_apt_dir" "$derived"; then
         stale=1
     fi
     if [[ $stale -eq 1 || ${BLKLAB_APT_REFRESH:-0} == 1 ]] ||
@@ -100,7 +95,9 @@ fetch_pinned() {
             while read -r p; do
                 gone+=("$p")
             done < <(sed -n "s/^E: Version '\\([^']*\\)' for '\\([^']*\\)' was not found.*/\\2 \\1/p;
-                             s/^E: Unable to locate package \\(.*\\)/\\1 (any version)/p" <<<"$out")
+                             s/^E: Unable to locate package \\(.*\\)/\\1 (any version)/p;
+                             s/^E: Failed to fetch .*\\/\\([^_\\/]*\\)_\\([^_]*\\)_[^_]*\\.deb  *404 .*/\\1 \\2 (listed in the index, 404 on the mirror)/p" \
+                         <<<"$out" | sed 's/%3a/:/g')
             if [[ ${#gone[@]} -eq 0 ]]; then
                 printf '%s\n' "$out" >&2
                 die "downloading the packages pinned in $lock failed (see apt's message above)"
@@ -111,7 +108,7 @@ fetch_pinned() {
                 return
             fi
             {
-                echo "build-image.sh: the Debian archive no longer has these versions pinned in"
+                echo "build-image.sh: the Debian archive cannot serve these versions pinned in"
                 echo "  guest-images/$lock:"
                 printf '    %s\n' "${gone[@]}"
                 echo "  (apt finds none of them, with archive indices fetched just now)."
