@@ -76,7 +76,7 @@ export LC_ALL=C
 # crct10dif_generic and crc64_rocksoft_generic are soft dependencies of
 # crc-t10dif and crc64-rocksoft (modules.softdep), which nvme and sd_mod need.
 core_drivers="virtio_pci:VIRTIO_PCI virtio_console:VIRTIO_CONSOLE
-    kyber-iosched:MQ_IOSCHED_KYBER bfq:IOSCHED_BFQ
+    mq-deadline:MQ_IOSCHED_DEADLINE kyber-iosched:MQ_IOSCHED_KYBER bfq:IOSCHED_BFQ
     crct10dif_generic:CRYPTO_CRCT10DIF crc64_rocksoft_generic:CRYPTO_CRC64_ROCKSOFT"
 # The drivers of each device kind (scenario [[device]] kind; guest-images/init
 # loads them). A flavour that lacks one still builds: image.json records the
