@@ -66,6 +66,9 @@ kernel_release=${kpkg#linux-image-}
 # Files fixed in time: every entry of the initramfs gets this mtime.
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
+# Modes of the directories and files the build creates, whatever the
+# caller's umask (cpio records them).
+umask 022
 
 # The guest's drivers, each with the Kconfig symbol that builds it (named
 # in messages, with its value read from the package's config-*). A driver
