@@ -104,11 +104,11 @@ blkgen: cmake
 # The image is built in its own pinned root (guest-images/build-root.sh),
 # blkgen included; nothing of the host's build goes into it.
 image: deps
-	nice -n 10 guest-images/build-image.sh --kernel $(KERNEL)
+	guest-images/build-image.sh --kernel $(KERNEL)
 
 images: deps
 	@for k in $(IMAGES); do \
-	    nice -n 10 guest-images/build-image.sh --kernel $$k || exit 1; \
+	    guest-images/build-image.sh --kernel $$k || exit 1; \
 	done
 
 # The image of the kernel the scenario's [guest] kernel names; an invalid
