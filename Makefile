@@ -13,10 +13,13 @@ PYTHON := /usr/bin/python3
 BLKLAB_CACHE ?= $(HOME)/.cache/blklab
 BUILD := $(CURDIR)/build
 CMAKE_BUILD := $(BUILD)/cmake
-FLAVOUR ?= amd64
-# Every guest kernel flavour (Debian's linux-image-<flavour>); make test
-# builds an image of each (tests/e2e/test_flavours.py boots them).
-FLAVOURS := amd64 cloud-amd64 rt-amd64
+# The guest kernel of `make image`: <series>-<flavour> (guest-images/
+# kernel-series), or a flavour of the default series.
+KERNEL ?= amd64
+# The images make test builds: every flavour of the default series
+# (tests/e2e/test_flavours.py boots them) and the amd64 flavour of each other
+# series (tests/e2e/test_kernels.py boots each once).
+IMAGES := amd64 cloud-amd64 rt-amd64 6.12-amd64 5.10-amd64
 SCENARIO ?= default
 JOBS ?= $(shell nproc)
 export BLKLAB_CACHE
@@ -99,19 +102,21 @@ cmake: deps
 
 blkgen: cmake
 
-image: blkgen
-	guest-images/build-image.sh --flavour $(FLAVOUR) --blkgen $(CMAKE_BUILD)/workload/blkgen
+# The image is built in its own pinned root (guest-images/build-root.sh),
+# blkgen included; nothing of the host's build goes into it.
+image: deps
+	guest-images/build-image.sh --kernel $(KERNEL)
 
-images: blkgen
-	@for f in $(FLAVOURS); do \
-	    guest-images/build-image.sh --flavour $$f --blkgen $(CMAKE_BUILD)/workload/blkgen || exit 1; \
+images: deps
+	@for k in $(IMAGES); do \
+	    guest-images/build-image.sh --kernel $$k || exit 1; \
 	done
 
-# The image of the flavour the scenario's [guest] kernel names; an invalid
+# The image of the kernel the scenario's [guest] kernel names; an invalid
 # scenario stops here with blklab's message.
 scenario: qemu blkgen
-	@flavour=$$(cd harness && $(PYTHON) -m blklab validate --kernel ../scenarios/$(SCENARIO).toml) && \
-	    $(MAKE) --no-print-directory image FLAVOUR=$$flavour
+	@kernel=$$(cd harness && $(PYTHON) -m blklab validate --kernel ../scenarios/$(SCENARIO).toml) && \
+	    $(MAKE) --no-print-directory image KERNEL=$$kernel
 	cd harness && $(PYTHON) -m blklab run ../scenarios/$(SCENARIO).toml
 
 test: qemu images

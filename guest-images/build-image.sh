@@ -1,43 +1,74 @@
 #!/bin/bash
-# Builds blklab's guest: Debian's stock kernel (vmlinuz) and an initramfs
-# holding the modules blklab needs, busybox, blkgen, fio with its shared
-# libraries, blktrace/blkparse/btt and the guest init.
+# Builds blklab's guest for one kernel: Debian's stock kernel (vmlinuz) and
+# an initramfs holding the modules blklab needs, busybox, blkgen, fio with
+# its shared libraries, blktrace/blkparse/btt and the guest init.
 #
-# The result is cached by a hash of every input under
-#   ${BLKLAB_CACHE:-~/.cache/blklab}/image/<flavour>-<hash>/
-# and build/images/<flavour> points at it. The initramfs is reproducible:
-# the same inputs give the same bytes (sorted entries, fixed timestamps,
-# owner root, inode numbers renumbered).
+# Nothing in it comes from the host's installed packages: the kernel is the
+# package kernels.lock pins for the series and flavour, the programs and
+# libraries come from the build root of userland.lock (build-root.sh), blkgen
+# is built statically in that root, and every step that writes image bytes
+# (dpkg-deb, depmod, busybox --list, ldd, cpio) runs inside it. So every host
+# builds the same bytes from the same commit.
 #
-# Usage: build-image.sh [--flavour amd64|cloud-amd64|rt-amd64] --blkgen PATH
+# The result is cached by a hash of every input (the pins and the project's
+# sources) under
+#   ${BLKLAB_CACHE:-~/.cache/blklab}/image/<series>-<flavour>-<hash>/
+# and build/images/<series>-<flavour> points at it; a cached image needs
+# neither the archive nor the build root. The initramfs is reproducible:
+# sorted entries, fixed timestamps, owner root, inode numbers renumbered.
+#
+# Usage: build-image.sh [--kernel SERIES-FLAVOUR | FLAVOUR]
+#   e.g. --kernel 6.12-cloud-amd64; a bare flavour means the default series
+#   (guest-images/kernel-series). Default: the default series' amd64.
+#   build-image.sh --key --kernel K prints the image's cache key and stops.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 cache=${BLKLAB_CACHE:-$HOME/.cache/blklab}
 build=${BLKLAB_BUILD:-$repo/build}
-flavour=amd64
-blkgen=""
+kernel=amd64
+only_key=0
+die() { echo "build-image.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --flavour) flavour=$2; shift 2 ;;
-        --blkgen) blkgen=$2; shift 2 ;;
+        --kernel) [ $# -ge 2 ] || die "--kernel needs a value"; kernel=$2; shift 2 ;;
+        --key) only_key=1; shift ;;
         *) echo "build-image.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
-case "$flavour" in
-    amd64|cloud-amd64|rt-amd64) ;;
-    *) echo "build-image.sh: --flavour '$flavour' is not one of amd64, cloud-amd64, rt-amd64" >&2; exit 2 ;;
+
+# shellcheck source=guest-images/guest-apt.sh
+source "$here/guest-apt.sh"
+# shellcheck source=guest-images/build-root.sh
+source "$here/build-root.sh"
+
+# The kernel: "<series>-<flavour>" or a flavour of the default series,
+# one line of kernels.lock.
+kernels_lock=$here/kernels.lock
+case "$kernel" in
+    [0-9]*) ;;
+    *) kernel=$(default_series)-$kernel ;;
 esac
-if [ -z "$blkgen" ] || [ ! -x "$blkgen" ]; then
-    echo "build-image.sh: --blkgen must name the built blkgen binary (got '$blkgen')" >&2
+series=${kernel%%-*}
+flavour=${kernel#*-}
+kline=$(lock_entries "$kernels_lock" | awk -v s="$series" -v f="$flavour" '$1 == s && $2 == f')
+if [ -z "$kline" ]; then
+    echo "build-image.sh: --kernel '$kernel' is not pinned in guest-images/kernels.lock;" \
+         "allowed: $(lock_entries "$kernels_lock" | awk '{printf "%s%s-%s", (NR > 1 ? ", " : ""), $1, $2}')" \
+         "(or a bare flavour for series $(default_series))" >&2
     exit 2
 fi
+read -r _ _ kpkg kver_pkg ksum <<<"$kline"
+kernel_release=${kpkg#linux-image-}
 
 # Files fixed in time: every entry of the initramfs gets this mtime.
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
+# Modes of the directories and files the build creates, whatever the
+# caller's umask (cpio records them).
+umask 022
 
 # The guest's drivers, each with the Kconfig symbol that builds it (named
 # in messages, with its value read from the package's config-*). A driver
@@ -48,7 +79,7 @@ export LC_ALL=C
 # crct10dif_generic and crc64_rocksoft_generic are soft dependencies of
 # crc-t10dif and crc64-rocksoft (modules.softdep), which nvme and sd_mod need.
 core_drivers="virtio_pci:VIRTIO_PCI virtio_console:VIRTIO_CONSOLE
-    kyber-iosched:MQ_IOSCHED_KYBER bfq:IOSCHED_BFQ
+    mq-deadline:MQ_IOSCHED_DEADLINE kyber-iosched:MQ_IOSCHED_KYBER bfq:IOSCHED_BFQ
     crct10dif_generic:CRYPTO_CRCT10DIF crc64_rocksoft_generic:CRYPTO_CRC64_ROCKSOFT"
 # The drivers of each device kind (scenario [[device]] kind; guest-images/init
 # loads them). A flavour that lacks one still builds: image.json records the
@@ -57,61 +88,35 @@ core_drivers="virtio_pci:VIRTIO_PCI virtio_console:VIRTIO_CONSOLE
 kind_drivers="nvme=nvme:BLK_DEV_NVME
     ide-hd=ata_piix:ATA_PIIX,sd_mod:BLK_DEV_SD
     ahci-hd=ahci:SATA_AHCI,sd_mod:BLK_DEV_SD"
-# Host programs copied with their shared libraries.
-host_programs="/usr/bin/fio /usr/sbin/blktrace /usr/bin/blkparse /usr/bin/btt"
+# Programs of the build root copied with their shared libraries.
+root_programs="/usr/bin/fio /usr/sbin/blktrace /usr/bin/blkparse /usr/bin/btt"
 
-pkg_version() {
-    dpkg-query -W -f='${Version}' "$1"
+pinned_version() {
+    lock_entries "$userland_lock" | awk -v p="$1" '$1 == p {print $2}'
 }
 
-# Resolve the kernel package behind the flavour's metapackage, e.g.
-# linux-image-amd64 -> linux-image-6.1.0-57-amd64 (version 6.1.192-3).
-meta=linux-image-$flavour
-kpkg=$(apt-cache depends "$meta" 2>/dev/null |
-       awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-if [ -z "$kpkg" ]; then
-    echo "build-image.sh: apt knows no kernel behind $meta; run 'make deps' (apt-get update)" >&2
-    exit 1
-fi
-kver_pkg=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
-kernel_release=${kpkg#linux-image-}
-
-debs=${BLKLAB_DEBS:-$cache/debs}
-mkdir -p "$debs"
-kdeb=$(ls "$debs/${kpkg}_${kver_pkg//:/%3a}_amd64.deb" 2>/dev/null || true)
-if [ -z "$kdeb" ]; then
-    echo "image: downloading $kpkg $kver_pkg"
-    (cd "$debs" && apt-get download "$kpkg=$kver_pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-    kdeb=$(ls "$debs/${kpkg}_"*"_amd64.deb" | grep -F "_${kver_pkg//:/%3a}_" | head -1)
-fi
-[ -f "$kdeb" ] || { echo "build-image.sh: could not download $kpkg" >&2; exit 1; }
-
-# Hash of every input: the kernel package, the copied host files (with
-# their libraries), blkgen, the guest init and this script.
-host_files() {
-    local p
-    for p in $host_programs; do
-        echo "$p"
-        ldd "$p" | awk '/=>/ {print $3} /^[ \t]*\/lib64\// {print $1}'
-    done | sort -u
-}
+# Hash of every input: the kernel pin, the userland pins, blkgen's key (the
+# root and the sources), the guest init and the scripts that build it.
 inputs=$( {
-    echo "flavour $flavour"
-    echo "kernel $kpkg $kver_pkg $(sha256sum < "$kdeb" | cut -d' ' -f1)"
-    echo "busybox $(sha256sum < /bin/busybox | cut -d' ' -f1)"
-    for f in $(host_files); do echo "$f $(sha256sum < "$f" | cut -d' ' -f1)"; done
-    echo "blkgen $(sha256sum < "$blkgen" | cut -d' ' -f1)"
+    echo "kernel $kline"
+    echo "userland.lock $(sha256sum < "$userland_lock" | cut -d' ' -f1)"
+    echo "blkgen $(blkgen_key)"
     echo "init $(sha256sum < "$here/init" | cut -d' ' -f1)"
     echo "capture $(sha256sum < "$here/../tools/blklab-capture.sh" | cut -d' ' -f1)"
-    echo "script $(sha256sum < "$0" | cut -d' ' -f1)"
+    echo "build-image.sh $(sha256sum < "$0" | cut -d' ' -f1)"
+    echo "build-root.sh $(sha256sum < "$here/build-root.sh" | cut -d' ' -f1)"
 } )
 hash=$(printf '%s\n' "$inputs" | sha256sum | cut -c1-16)
-dest=$cache/image/$flavour-$hash
+dest=$cache/image/$kernel-$hash
+if [ $only_key = 1 ]; then
+    echo "$kernel-$hash"
+    exit 0
+fi
 
 link_result() {
     mkdir -p "$build/images"
-    ln -sfn "$dest" "$build/images/$flavour"
-    echo "image: $build/images/$flavour -> $dest"
+    ln -sfn "$dest" "$build/images/$kernel"
+    echo "image: $build/images/$kernel -> $dest"
 }
 
 if [ -f "$dest/image.json" ]; then
@@ -119,26 +124,40 @@ if [ -f "$dest/image.json" ]; then
     exit 0
 fi
 
-echo "image: building $flavour-$hash"
-mkdir -p "$cache/image"
-work=$(mktemp -d "$cache/image/.build-XXXXXX")
+echo "image: building $kernel-$hash"
+fetch_pinned kernels.lock "$kpkg $kver_pkg $ksum"
+kdeb=$(compgen -G "$debs/${kpkg}_${kver_pkg//:/%3a}_*.deb" | head -n1)
+build_blkgen
+ensure_root
+# One image at a time in the root; the work tree is /blklab-image inside it.
+exec 8>"$cache/guest-root/.lock"
+flock 8
+work=$build_root/blklab-image
+rm -rf "$work"
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 kx=$work/kernel
 mkdir -p "$root" "$kx"
-dpkg-deb -x "$kdeb" "$kx"
+cp "$kdeb" "$work/kernel.deb"
+inroot "$build_root" dpkg-deb -x /blklab-image/kernel.deb /blklab-image/kernel
+# Packages of a merged-/usr release (trixie) keep the modules under
+# /usr/lib/modules; the guest and depmod -b look in /lib/modules.
+if [ -d "$kx/usr/lib/modules/$kernel_release" ] && [ ! -e "$kx/lib/modules/$kernel_release" ]; then
+    mkdir -p "$kx/lib/modules"
+    mv "$kx/usr/lib/modules/$kernel_release" "$kx/lib/modules/"
+fi
 
 # Drivers: each one's state in the package, then the modules.dep closure
 # of those that are modules, then a depmod of the subset so busybox's
 # modprobe finds them in the guest.
-depmod -b "$kx" "$kernel_release"
+inroot "$build_root" depmod -b /blklab-image/kernel "$kernel_release"
 moddir=lib/modules/$kernel_release
 kconfig=$kx/boot/config-$kernel_release
 [ -f "$kconfig" ] || { echo "build-image.sh: $kpkg has no boot/config-$kernel_release" >&2; exit 1; }
 
 # driver_state NAME: module, builtin or missing.
 driver_state() {
-    local pat="(^|/)${1//-/[-_]}\.ko"
+    local pat="(^|/)${1//-/[-_]}\.ko(\.xz)?"
     if grep -qE "${pat}:" "$kx/$moddir/modules.dep"; then
         echo module
     elif grep -qE "${pat}\$" "$kx/$moddir/modules.builtin"; then
@@ -166,7 +185,9 @@ note_driver() {  # note_driver NAME SYMBOL
 for entry in $core_drivers; do
     d=${entry%%:*}
     note_driver "$d" "${entry#*:}"
-    if [ "${state[$d]}" = missing ]; then
+    # A symbol the series does not have at all (crc64-rocksoft came with
+    # 6.0) is nothing this kernel needs.
+    if [ "${state[$d]}" = missing ] && [[ ${config[$d]} != *" absent from "* ]]; then
         echo "build-image.sh: flavour $flavour: $kpkg $kver_pkg has no driver $d, which every" \
              "blklab guest needs: no $d.ko in the package and not in modules.builtin" \
              "(${config[$d]})" >&2
@@ -201,29 +222,47 @@ fi
 want=$(
     for d in "${!state[@]}"; do
         [ "${state[$d]}" = module ] || continue
-        grep -E "(^|/)${d//-/[-_]}\.ko:" "$kx/$moddir/modules.dep" | tr -d ':' | tr ' ' '\n'
+        grep -E "(^|/)${d//-/[-_]}\.ko(\.xz)?:" "$kx/$moddir/modules.dep" | tr -d ':' | tr ' ' '\n'
     done | sed '/^$/d' | sort -u
 )
+# Compressed modules (6.12 ships .ko.xz) go in decompressed, so that
+# busybox's modprobe loads them as it loads 6.1's.
 for rel in $want; do
-    install -D -m 0644 "$kx/$moddir/$rel" "$root/$moddir/$rel"
+    case "$rel" in
+        *.ko.xz)
+            mkdir -p "$(dirname "$root/$moddir/$rel")"
+            inroot "$build_root" busybox xz -dc "/blklab-image/kernel/$moddir/$rel" \
+                > "$root/$moddir/${rel%.xz}"
+            chmod 0644 "$root/$moddir/${rel%.xz}" ;;
+        *.ko) install -D -m 0644 "$kx/$moddir/$rel" "$root/$moddir/$rel" ;;
+        *) die "$kpkg: module $rel is compressed in a way the image does not unpack" ;;
+    esac
 done
 cp "$kx/$moddir/modules.order" "$kx/$moddir/modules.builtin" \
    "$kx/$moddir/modules.builtin.modinfo" "$root/$moddir/"
-depmod -b "$root" "$kernel_release"
+inroot "$build_root" depmod -b /blklab-image/root "$kernel_release"
 rm -f "$root/$moddir"/*.bin
 
-# Userland: busybox with one link per applet, blkgen, host programs and
-# their libraries at the paths the dynamic loader looks in.
+# Userland, all from the build root: busybox with one link per applet,
+# blkgen, the root's programs and their libraries (ldd in the root) at the
+# paths the dynamic loader looks in.
 mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" \
          "$root/dev" "$root/proc" "$root/sys" "$root/tmp" "$root/run" \
          "$root/etc/blklab" "$root/job"
-install -m 0755 /bin/busybox "$root/bin/busybox"
-for applet in $(/bin/busybox --list); do
+install -m 0755 "$build_root/bin/busybox" "$root/bin/busybox"
+for applet in $(inroot "$build_root" /bin/busybox --list); do
     [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
 done
 install -m 0755 "$blkgen" "$root/usr/bin/blkgen"
-for f in $(host_files); do
-    install -D -m 0755 "$(readlink -f "$f")" "$root$f"
+root_files() {
+    local p
+    for p in $root_programs; do
+        echo "$p"
+        inroot "$build_root" ldd "$p" | awk '/=>/ {print $3} /^[ \t]*\/lib64\// {print $1}'
+    done | sort -u
+}
+for f in $(root_files); do
+    install -D -m 0755 "$build_root$(inroot "$build_root" readlink -f "$f")" "$root$f"
 done
 install -m 0755 "$here/init" "$root/init"
 # What a customer runs to describe their machine (scenario.capture runs it
@@ -231,16 +270,18 @@ install -m 0755 "$here/init" "$root/init"
 install -m 0755 "$here/../tools/blklab-capture.sh" "$root/usr/bin/blklab-capture"
 
 # What is inside, for every result's manifest.
-fio_version=$(pkg_version fio)
 cat > "$root/etc/blklab/image.json" <<EOF
 {
+  "kernel": "$kernel",
+  "kernel_series": "$series",
   "flavour": "$flavour",
   "kernel_package": "$kpkg",
   "kernel_package_version": "$kver_pkg",
   "kernel_release": "$kernel_release",
-  "busybox_version": "$(pkg_version busybox-static)",
-  "fio_version": "$fio_version",
-  "blktrace_version": "$(pkg_version blktrace)",
+  "busybox_version": "$(pinned_version busybox-static)",
+  "fio_version": "$(pinned_version fio)",
+  "blktrace_version": "$(pinned_version blktrace)",
+  "userland_lock_sha256": "$(sha256sum < "$userland_lock" | cut -d' ' -f1)",
   "blkgen_sha256": "$(sha256sum < "$blkgen" | cut -d' ' -f1)",
   "drivers": {$drivers_json
   },
@@ -249,11 +290,14 @@ cat > "$root/etc/blklab/image.json" <<EOF
 }
 EOF
 
-find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-(cd "$root" && find . -mindepth 1 | sort |
-    cpio --quiet -o -H newc -R 0:0 --reproducible > "$work/initramfs.cpio")
+inroot "$build_root" sh -ec 'cd /blklab-image/root
+    find . -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+    find . -mindepth 1 | sort | cpio --quiet -o -H newc -R 0:0 --reproducible' \
+    > "$work/initramfs.cpio"
 
 install -m 0644 "$kx/boot/vmlinuz-$kernel_release" "$work/vmlinuz"
+# The kernel's own config: the harness checks scenarios against it.
+install -m 0644 "$kconfig" "$work/config"
 {
     sed '$d' "$root/etc/blklab/image.json" | sed '$ s/$/,/'
     printf '  "hash": "%s",\n  "initramfs_sha256": "%s",\n  "vmlinuz_sha256": "%s"\n}\n' \
@@ -263,7 +307,9 @@ install -m 0644 "$kx/boot/vmlinuz-$kernel_release" "$work/vmlinuz"
 printf '%s\n' "$inputs" > "$work/inputs.txt"
 
 mkdir -p "$work/out"
-mv "$work/vmlinuz" "$work/initramfs.cpio" "$work/image.json" "$work/inputs.txt" "$work/out/"
+mv "$work/vmlinuz" "$work/initramfs.cpio" "$work/image.json" "$work/inputs.txt" \
+   "$work/config" "$work/out/"
+mkdir -p "$cache/image"
 rm -rf "$dest"
 mv "$work/out" "$dest"
 link_result

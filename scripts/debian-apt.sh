@@ -121,3 +121,21 @@ _derive_entries() {
             }' "$f"
     done
 }
+
+# write_apt_sources DIR DERIVED: writes derive_sources' output DERIVED into
+# the private apt directory DIR (DIR/sources.list and
+# DIR/sources.list.d/debian.sources) unless it holds exactly that already.
+# Returns 0 when it wrote them (the indices are stale), 1 when unchanged.
+write_apt_sources() {
+    local dir=$1 derived=$2
+    mkdir -p "$dir/sources.list.d"
+    if [[ "$(sed -n '/^--$/q;p' <<<"$derived")" == \
+          "$(cat "$dir/sources.list" 2>/dev/null)" &&
+          "$(sed '0,/^--$/d' <<<"$derived")" == \
+          "$(cat "$dir/sources.list.d/debian.sources" 2>/dev/null)" ]]; then
+        return 1
+    fi
+    sed -n '/^--$/q;p' <<<"$derived" >"$dir/sources.list"
+    sed '0,/^--$/d' <<<"$derived" >"$dir/sources.list.d/debian.sources"
+    return 0
+}

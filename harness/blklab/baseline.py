@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import stats
+from blklab import inputs, stats
 from blklab.errors import BlklabError
 from blklab.results import write_atomic
 
@@ -36,6 +36,8 @@ def snapshot(cells: list[dict[str, Any]], manifest: dict[str, Any]) -> dict[str,
         "run_id": manifest.get("run_id"),
         "mode": manifest.get("mode"),
         "scenario": manifest.get("scenario", {}),
+        # What the figures were measured with (blklab.inputs).
+        "inputs": inputs.of_manifest(manifest),
         "rows": {r.key: {m: e.values for m, e in r.estimates.items()}
                  for r in stats.aggregate(cells)},
     }
@@ -106,6 +108,15 @@ def compare(base: dict[str, Any], new: dict[str, Any], tolerance_pct: float = 0.
                 verdict = "unchanged"
             out.append(Change(key, metric, b, n, c.ratio, c.low, c.high, verdict))
     return out
+
+
+def input_warnings(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Why the two may not compare like for like: each guest or QEMU input
+    that differs between the baseline and the run."""
+    if "inputs" not in base:
+        return ["the baseline records no guest or QEMU inputs (saved by an older blklab): "
+                "whether they match the run's is unknown"]
+    return inputs.differences(base["inputs"], new["inputs"], "the baseline", "the run")
 
 
 def render(changes: list[Change]) -> str:

@@ -89,6 +89,7 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "vcpus": scenario.guest.vcpus,
         "memory_mib": scenario.guest.memory_mib,
         "kernel_flavour": scenario.guest.flavour,
+        "kernel": scenario.guest.kernel,
     }
 
 

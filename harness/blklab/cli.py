@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("scenario", type=Path)
     v.add_argument("--short", action="store_true", help="list the short form's cells")
     v.add_argument("--kernel", action="store_true",
-                   help="print the guest kernel flavour ([guest] kernel) instead of the cells")
+                   help="print the guest kernel, <series>-<flavour> ([guest] kernel), "
+                   "instead of the cells")
 
     sw = sub.add_parser("switches", help="each scheduler switch of RUN (scenario."
                         "switch_schedulers) against the workload's time series")
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--markdown", action="store_true",
                      help="print the run's figures, notes and expectations as Markdown tables "
                      "for a scenario README (the command that made the run comes first)")
+    rep.add_argument("--against", metavar="BASELINE",
+                     help="baseline name or JSON: warn in the report about each guest or QEMU "
+                     "input that differs from it")
 
     c = sub.add_parser("check", help="evaluate RUN's expectations; exit 1 on a failure not "
                        "marked known_failure, an unexpected pass or an undecided one")
@@ -100,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("-o", "--output", type=Path, help="scenario file to write (default: stdout)")
     im.add_argument("--device", help="the captured device to model (default: the busiest)")
 
+    im = sub.add_parser("image", help="carry a guest image and the QEMU build's inputs "
+                        "between machines (when a pinned package has left the archive)")
+    isub = im.add_subparsers(dest="image_command", required=True)
+    ie = isub.add_parser("export", help="write FILE: the images of the kernels named and the "
+                         "QEMU build's downloads")
+    ie.add_argument("file", type=Path)
+    ie.add_argument("--kernel", action="append", metavar="KERNEL",
+                    help="<series>-<flavour> or a flavour of the default series; repeatable "
+                    "(default: the default series' amd64)")
+    ii = isub.add_parser("import", help="unpack FILE into the cache and link the images this "
+                         "checkout would build")
+    ii.add_argument("file", type=Path)
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -122,13 +139,22 @@ def _print_outcomes(outcomes: list) -> None:
     print(f"expectations: {expectations.summary(outcomes)}")
 
 
-def _write_report(run, outcomes: list, output: Path | None = None) -> Path:
+def _write_report(run, outcomes: list, output: Path | None = None,
+                  against: dict | None = None) -> Path:
     from blklab import report
     from blklab.results import write_atomic
 
     out = output or run.path / "report.html"
-    write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes))
+    write_atomic(out, report.render(run.path, run.cells, run.manifest, outcomes, against))
     return out
+
+
+def _baseline_file(args: argparse.Namespace, name: str) -> Path:
+    from blklab import baseline
+
+    as_path = Path(name)
+    return as_path if as_path.suffix == ".json" else baseline.baseline_path(
+        _results_root(args), name)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -152,6 +178,28 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed or missing else 0
 
 
+def _image(args: argparse.Namespace) -> int:
+    from blklab import image_archive, kernels
+
+    if args.image_command == "export":
+        names = []
+        for written in args.kernel or ["amd64"]:
+            k = kernels.resolve(written)
+            if k is None:
+                raise BlklabError(f"--kernel '{written}' is not one of: {kernels.allowed_text()}")
+            names.append(k.id)
+        index = image_archive.export(args.file, names)
+        for img in index["images"]:
+            print(f"image {img['dir']} ({img['kernel_package']} {img['kernel_package_version']})")
+        print(f"QEMU inputs: qemu {index['qemu']['qemu_source']['version']}, "
+              f"{len(index['qemu']['files'])} files")
+        print(f"export: {args.file}")
+        return 0
+    for line in image_archive.import_(args.file):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -160,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "validate":
             s = scenario_mod.load(args.scenario, short=args.short)
             if args.kernel:
-                print(s.guest.flavour)
+                print(s.guest.kernel)
                 return 0
             for c in s.cells():
                 print(c.id)
@@ -186,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in result.unmapped:
                 print(f"not mapped: {line}", file=sys.stderr)
             return 0
+        if args.command == "image":
+            return _image(args)
         if args.command == "diverge":
             from blklab import diverge
 
@@ -203,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 print(markdown.render(run.cells, run.manifest, outcomes), end="")
                 return 0
-            print(f"report: {_write_report(run, outcomes, args.output)}")
+            against = baseline.load(_baseline_file(args, args.against)) if args.against else None
+            print(f"report: {_write_report(run, outcomes, args.output, against)}")
             return 0
         if args.command == "compare-fio":
             from blklab import compare_fio
@@ -225,14 +276,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"baseline {args.name}: {path}")
             return 0
         if args.command == "compare":
-            as_path = Path(args.baseline)
-            path = as_path if as_path.suffix == ".json" else baseline.baseline_path(
-                _results_root(args), args.baseline)
+            path = _baseline_file(args, args.baseline)
             base = baseline.load(path)
             run = runner.load_run(args.run)
-            changes = baseline.compare(base, baseline.snapshot(run.cells, run.manifest),
-                                       args.tolerance)
+            new = baseline.snapshot(run.cells, run.manifest)
+            changes = baseline.compare(base, new, args.tolerance)
             print(baseline.render(changes))
+            for w in baseline.input_warnings(base, new):
+                print(f"warning: {w}")
             regressed = [c for c in changes if c.verdict in ("regressed", "missing")]
             print(f"{len(regressed)} regression(s) against {path}")
             unknown = sum(c.verdict == "no interval" for c in changes)

@@ -56,7 +56,7 @@ def run_cell_remote(cell: Cell, scenario: Scenario, inputs: RemoteInputs) -> Rem
         worker = get_worker().address
     except ValueError:
         worker = "local"
-    image_dir = paths.image_dir(scenario.guest.flavour)
+    image_dir = paths.image_dir(scenario.guest.kernel)
     image = json.loads((image_dir / "image.json").read_text())
     qemu_manifest = json.loads((paths.qemu_dir() / "manifest.json").read_text())
     ctx = CellContext(qemu=paths.qemu_binary(), image_dir=image_dir, image=image,

@@ -306,7 +306,7 @@ def run(scenario_path: Path, cell_id: str | None, out: Path | None, mode: str | 
         cell = matches[0]
     mode = mode or "deterministic"
     qemu = paths.qemu_binary()
-    image_dir = paths.image_dir(s.guest.flavour)
+    image_dir = paths.image_dir(s.guest.kernel)
     ctx_args = dict(qemu=qemu, image_dir=image_dir, image=json.loads((image_dir / "image.json").read_text()),
                     accel="tcg", mode=mode)
     root = out or (results_root / s.name / "diverge" / cell.id)

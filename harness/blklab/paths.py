@@ -30,12 +30,13 @@ def qemu_binary() -> Path:
     return qemu_dir() / "bin" / "qemu-system-x86_64"
 
 
-def image_dir(flavour: str) -> Path:
-    d = build_dir() / "images" / flavour
+def image_dir(kernel: str) -> Path:
+    """The image of a guest kernel, "<series>-<flavour>" (blklab.kernels)."""
+    d = build_dir() / "images" / kernel
     if not (d / "image.json").exists():
         raise BuildMissingError(
-            f"no guest image for kernel flavour '{flavour}' at {d}: "
-            f"run 'make image FLAVOUR={flavour}'")
+            f"no guest image for kernel '{kernel}' at {d}: "
+            f"run 'make image KERNEL={kernel}'")
     return d.resolve()
 
 

@@ -188,6 +188,11 @@ img.plot { display: block; margin: 0.5em 0 1.5em; max-width: 100%; }
 <p>{{ description }}</p>
 <p class="note">Run {{ run_id }}; mode {{ mode }}, accelerator {{ accel }}; {{ ok }} cells ok,
 {{ failed }} failed. Kernel {{ kernel }}. {{ mode_note }}</p>
+{% if input_warnings %}<div class="input-warnings"><h2>Warning: inputs differ</h2>
+<p class="note">These figures were not all measured with the same guest and QEMU; compare them
+only knowing that.</p><ul>
+{% for w in input_warnings %}<li class="FAIL">{{ w }}</li>
+{% endfor %}</ul></div>{% endif %}
 
 <h2>Expectations</h2>
 {% if outcomes %}<p class="summary">{{ outcome_summary }}</p>
@@ -260,8 +265,20 @@ document.addEventListener("DOMContentLoaded", function () {
 """, autoescape=True)
 
 
+def input_warnings(cells: list[dict[str, Any]], manifest: dict[str, Any],
+                   against: dict[str, Any] | None) -> list[str]:
+    """Guest or QEMU inputs that differ between the run's cells and its
+    manifest, and between the run and the baseline it is shown against."""
+    from blklab import baseline, inputs
+
+    out = inputs.within_run(manifest, cells)
+    if against is not None:
+        out += baseline.input_warnings(against, {"inputs": inputs.of_manifest(manifest)})
+    return out
+
+
 def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
-           outcomes: list[Outcome]) -> str:
+           outcomes: list[Outcome], against: dict[str, Any] | None = None) -> str:
     rows = stats.aggregate(cells)
     devices = []
     for name in dict.fromkeys(c["request"]["device"]["name"] for c in cells):
@@ -328,7 +345,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         run_id=manifest.get("run_id", ""), mode=mode, accel=manifest.get("accel", ""),
         ok=ok, failed=len(cells) - ok, kernel=kernel, mode_note=mode_note,
         outcomes=outcomes, outcome_summary=expectations.summary(outcomes), devices=devices,
-        customer=customer,
+        customer=customer, input_warnings=input_warnings(cells, manifest, against),
         manifest=json.dumps(manifest, indent=2, sort_keys=True))
 
 

@@ -173,7 +173,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
     if mode == "deterministic" and scenario.mode != "deterministic":
         check_deterministic(str(scenario.path), scenario.devices, "--mode deterministic")
     qemu = paths.qemu_binary()
-    image_dir = paths.image_dir(scenario.guest.flavour)
+    image_dir = paths.image_dir(scenario.guest.kernel)
     image = _read_json(image_dir / "image.json")
     qemu_manifest = _read_json(paths.qemu_dir() / "manifest.json")
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blklab.errors import BuildMissingError, ScenarioError
+from blklab import kernels
+from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
@@ -28,7 +29,6 @@ DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd")
 BACKINGS = ("null", "file")
 MODES = ("deterministic", "realtime")
 DEFAULT_MODE = "deterministic"
-FLAVOURS = ("amd64", "cloud-amd64", "rt-amd64")
 WORKLOADS = ("blkgen", "fio")
 # Faults the guest injects on purpose once its workload runs, to test
 # blklab itself: a kernel panic, or a guest that never finishes.
@@ -84,9 +84,20 @@ class Profile:
 
 @dataclass(frozen=True)
 class Guest:
-    flavour: str = "amd64"
+    # A pinned guest kernel, "<series>-<flavour>" (blklab.kernels); the
+    # image of that name is the guest.
+    kernel: str = ""
     vcpus: int = 2
     memory_mib: int = 1024
+    written: str = ""  # [guest] kernel as the file has it (messages)
+
+    @property
+    def flavour(self) -> str:
+        return self.kernel.split("-", 1)[1]
+
+    @property
+    def series(self) -> str:
+        return self.kernel.split("-", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -436,63 +447,6 @@ def check_deterministic(path: str, devices: list[Device], why: str) -> None:
                 f"device '{d.name}' has no profile, and deterministic mode ({why}) needs one on "
                 "every device: name a profile (zero-latency for no device delay) or set "
                 'scenario.mode = "realtime"')
-
-
-def check_kernel_drivers(path: str, guest: Guest, devices: list[Device]) -> None:
-    """A device kind the guest kernel has no driver for is an error. The
-    facts are the flavour's image record (image.json "device_kinds" and
-    "drivers", written by guest-images/build-image.sh from the kernel
-    package); with no image built there is nothing to check against, and a
-    run asks for the image."""
-    from blklab import paths
-
-    try:
-        image = json.loads((paths.image_dir(guest.flavour) / "image.json").read_text())
-    except BuildMissingError:
-        return
-    kinds = image.get("device_kinds", {})
-    runnable = [k for k in DEVICE_KINDS if k in kinds and not kinds[k]["missing"]]
-    for i, d in enumerate(devices):
-        missing = kinds.get(d.kind, {}).get("missing", [])
-        if not missing:
-            continue
-        why = ", ".join(f"no driver {m} ({image['drivers'][m]['config']})" for m in missing)
-        raise ScenarioError(
-            path, f"device[{i}].kind",
-            f"device '{d.name}' is kind '{d.kind}', which cannot run on "
-            f"guest.kernel = \"{guest.flavour}\": {image['kernel_package']} "
-            f"{image['kernel_package_version']} has {why}. "
-            f"Allowed with this kernel: {', '.join(runnable)}; or choose another guest.kernel")
-
-
-def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str, Any],
-                        workload: str) -> Job:
-    """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`)."""
-    from blklab import blkgen_options, jobfiles
-
-    prefix = f"job[{i}]"
-    for key in table:
-        if key not in ("fio_file", "sections", "name"):
-            raise ScenarioError(path, f"{prefix}.{key}", "a job with fio_file takes its options "
-                                "from the file; only name and sections may stand beside it")
-    value = table["fio_file"]
-    if not isinstance(value, str) or not value:
-        raise ScenarioError(path, f"{prefix}.fio_file", "must be a path (relative to the "
-                            "scenario file) to a fio job file")
-    sections = table.get("sections")
-    if sections is not None and (not isinstance(sections, list) or not sections or not all(
-            isinstance(x, str) and x for x in sections)):
-        raise ScenarioError(path, f"{prefix}.sections", "must be a non-empty array of the "
-                            "file's job section names")
-    t = blkgen_options.table_if_built()
-    jf = jobfiles.parse_fio_file(scenario_path, path, f"{prefix}.fio_file", value, sections,
-                                 t.options if t else None, t.not_supported_yet if t else (),
-                                 workload, f"{i}-")
-    name = table.get("name", Path(value).stem)
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ScenarioError(path, f"{prefix}.name",
-                            "1-64 of letters, digits, '_', '.', '-'")
-    return Job(name, (), (jf.attachment,), jf.attachment.guest_path, jf.sections)
 
 
 def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
@@ -967,16 +921,20 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     s.finish()
 
     g = _Reader(shown, _table(shown, data, "guest"), "guest")
+    written = g.get("kernel", str, "amd64")
+    kernel = kernels.resolve(written)
+    if kernel is None:
+        raise g.error("kernel", f"'{written}' is not one of: {kernels.allowed_text()} "
+                      "(guest-images/kernels.lock)")
     guest = Guest(
-        flavour=g.choice("kernel", FLAVOURS, "amd64"),
+        kernel=kernel.id,
         vcpus=g.integer("vcpus", 2, 1, MAX_VCPUS),
         memory_mib=g.integer("memory_mib", 1024, 256, MAX_MEMORY_MIB),
+        written=written,
     )
     g.finish()
 
     devices = _parse_devices(shown, data, check_profiles)
-    if check_profiles:
-        check_kernel_drivers(shown, guest, devices)
 
     q = _Reader(shown, _table(shown, data, "queue"), "queue")
     queue_axes = {k: _tunable_values(q, k) for k in list(q.table)}
@@ -996,6 +954,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
     jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
+    if check_profiles:
+        kernels.check_scenario(shown, written, guest.kernel, devices, schedulers, jobs)
     if workload == "fio" and check_profiles:
         _check_fio_options(shown, jobs)
     elif check_profiles:

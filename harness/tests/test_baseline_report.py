@@ -140,3 +140,69 @@ def test_counter_table_flattens_and_transposes():
                                               "scenario": {"name": "s"}}, [])
     assert '<tr><td class="l">service_ns.read.mean</td><td>100</td><td>50</td></tr>' in html
     assert "Zero in every cell: erases, service_ns.trim.count" in html
+
+
+# A manifest's guest and QEMU records as build-image.sh and build-qemu.sh
+# write them (keys blklab.inputs reads; values made up).
+IMAGE = {"kernel": "6.1-amd64", "kernel_package": "linux-image-6.1.0-57-amd64",
+         "kernel_package_version": "6.1.192-3", "userland_lock_sha256": "aa",
+         "blkgen_sha256": "bb", "initramfs_sha256": "cc", "vmlinuz_sha256": "dd"}
+QEMU = {"qemu_source": {"package": "qemu", "version": "1:7.2+dfsg-7+deb12u13"},
+        "series_sha256": "ee", "devmodel_sha256": "ff",
+        "firmware_packages": {"seabios": "1.16.2-1"}, "variant": "release",
+        "configure_flags": ["--prefix=/a", "--devmodel=/a/b", "--enable-kvm"]}
+
+
+def manifest(image=None, qemu=None):
+    return {"mode": "deterministic", "image": dict(IMAGE, **(image or {})),
+            "qemu": dict(QEMU, **(qemu or {}))}
+
+
+def test_compare_names_each_guest_and_qemu_input_that_differs(tmp_path):
+    cells = run_cells([100], [10])
+    base = baseline.snapshot(cells, manifest())
+    assert baseline.input_warnings(base, baseline.snapshot(cells, manifest())) == []
+    # A QEMU built in another directory is the same QEMU.
+    moved = manifest(qemu={"configure_flags": ["--prefix=/x", "--devmodel=/x/b", "--enable-kvm"]})
+    assert baseline.input_warnings(base, baseline.snapshot(cells, moved)) == []
+    new = baseline.snapshot(cells, manifest(
+        image={"kernel_package_version": "6.1.193-1", "userland_lock_sha256": "a2"},
+        qemu={"series_sha256": "e2"}))
+    warnings = baseline.input_warnings(base, new)
+    assert len(warnings) == 3
+    assert any(w.startswith("guest input differs: kernel package version") and
+               "6.1.192-3 in the baseline, 6.1.193-1 in the run" in w for w in warnings)
+    assert any("userland.lock" in w and "aa in the baseline, a2 in the run" in w
+               for w in warnings)
+    assert any(w.startswith("qemu input differs: QEMU patch series") for w in warnings)
+    # Saved and loaded, the inputs survive.
+    path = tmp_path / "b.json"
+    baseline.save(path, cells, manifest())
+    assert baseline.input_warnings(baseline.load(path), new) == warnings
+
+
+def test_compare_says_when_the_baseline_records_no_inputs():
+    cells = run_cells([100], [10])
+    old = baseline.snapshot(cells, manifest())
+    del old["inputs"]
+    [w] = baseline.input_warnings(old, baseline.snapshot(cells, manifest()))
+    assert "records no guest or QEMU inputs" in w
+
+
+def test_report_warns_about_inputs_that_differ():
+    cells = run_cells([100, 110], [10000, 12000])
+    for c in cells:
+        c["image"] = dict(IMAGE)
+    m = dict(manifest(), run_id="r1", scenario={"name": "s"})
+    html = report.render(Path("run"), cells, m, [])
+    assert "inputs differ" not in html
+    # One cell measured with another initramfs (a run resumed after a rebuild).
+    cells[1]["image"]["initramfs_sha256"] = "c2"
+    html = report.render(Path("run"), cells, m, [])
+    assert "Warning: inputs differ" in html
+    assert f"cc in the run&#39;s manifest, c2 in cell {cells[1]['cell_id']}" in html
+    # Against a baseline measured on another kernel.
+    cells[1]["image"]["initramfs_sha256"] = "cc"
+    base = baseline.snapshot(cells, manifest(image={"kernel": "6.12-amd64"}))
+    html = report.render(Path("run"), cells, m, [], base)
+    assert "guest kernel (kernel): 6.12-amd64 in the baseline, 6.1-amd64 in the run" in html

@@ -1,13 +1,15 @@
-"""A scenario that pairs a guest kernel flavour with a device kind the
-flavour has no driver for is rejected at validation, from the image's own
-record (image.json, written by guest-images/build-image.sh)."""
+"""A scenario that asks of its guest kernel what the kernel lacks (a device
+kind without a driver, a scheduler or a cgroup control left out of its
+config) is rejected at validation, from the image's own record (image.json
+and config, written by guest-images/build-image.sh). [guest] kernel names a
+kernel of guest-images/kernels.lock."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from blklab import scenario
+from blklab import kernels, scenario
 from blklab.errors import ScenarioError
 
 # What build-image.sh writes for Debian's cloud-amd64 6.1 kernel, which is
@@ -31,24 +33,46 @@ CLOUD_IMAGE = {
 }
 
 
+# Lines of a kernel config as Debian's packages write them; the test
+# changes one at a time.
+CONFIG = """CONFIG_MQ_IOSCHED_DEADLINE=y
+CONFIG_MQ_IOSCHED_KYBER=m
+CONFIG_IOSCHED_BFQ=m
+CONFIG_BFQ_GROUP_IOSCHED=y
+CONFIG_BLK_DEV_THROTTLING=y
+CONFIG_BLK_CGROUP_IOCOST=y
+# CONFIG_BLK_CGROUP_IOLATENCY is not set
+"""
+
+
 def devices(*kinds: str) -> str:
     return "".join(f'[[device]]\nname = "d{i}"\nkind = "{k}"\nbacking = "null"\n'
                    for i, k in enumerate(kinds))
 
 
-def write_scenario(tmp_path: Path, kernel: str, *kinds: str) -> Path:
+def write_scenario(tmp_path: Path, kernel: str, *kinds: str, schedulers=None,
+                   job_extra: str = "") -> Path:
     p = tmp_path / "s.toml"
-    p.write_text(f'[scenario]\nmode = "realtime"\n[guest]\nkernel = "{kernel}"\n'
-                 + devices(*kinds) + '[[job]]\nname = "j"\nrw = "randread"\n')
+    scheds = "" if schedulers is None else \
+        "schedulers = [" + ", ".join(f'"{x}"' for x in schedulers) + "]\n"
+    p.write_text(f'[scenario]\nmode = "realtime"\n{scheds}[guest]\nkernel = "{kernel}"\n'
+                 + devices(*kinds) + '[[job]]\nname = "j"\nrw = "randread"\n' + job_extra)
     return p
+
+
+def image_name(flavour: str) -> str:
+    return f"{kernels.default_series()}-{flavour}"
 
 
 @pytest.fixture
 def build(tmp_path, monkeypatch):
-    """A build directory holding a cloud-amd64 image record and nothing else."""
+    """A build directory holding a cloud-amd64 image record of the default
+    series and nothing else."""
     d = tmp_path / "build"
-    (d / "images" / "cloud-amd64").mkdir(parents=True)
-    (d / "images" / "cloud-amd64" / "image.json").write_text(json.dumps(CLOUD_IMAGE))
+    image = d / "images" / image_name("cloud-amd64")
+    image.mkdir(parents=True)
+    (image / "image.json").write_text(json.dumps(CLOUD_IMAGE))
+    (image / "config").write_text(CONFIG)
     monkeypatch.setenv("BLKLAB_BUILD", str(d))
     return d
 
@@ -75,6 +99,58 @@ def test_no_image_built_leaves_the_check_to_the_run(build, tmp_path):
     # rt-amd64 has no image in this build directory: nothing to check against.
     s = scenario.load(write_scenario(tmp_path, "rt-amd64", "ahci-hd"))
     assert s.guest.flavour == "rt-amd64"
+    assert s.guest.kernel == image_name("rt-amd64")
+
+
+@pytest.mark.parametrize("k", kernels.pinned(), ids=lambda k: k.id)
+def test_every_pinned_kernel_is_a_choice(build, tmp_path, k):
+    s = scenario.load(write_scenario(tmp_path, k.id, "nvme"))
+    assert (s.guest.kernel, s.guest.series, s.guest.flavour) == (k.id, k.series, k.flavour)
+
+
+def test_an_unpinned_kernel_is_refused_with_the_allowed_ones(build, tmp_path):
+    path = write_scenario(tmp_path, "4.19-amd64", "nvme")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.key == "guest.kernel"
+    for k in kernels.pinned():
+        assert k.id in e.value.message
+    assert "'4.19-amd64' is not one of" in e.value.message
+
+
+@pytest.mark.parametrize("sched", sorted(kernels.SCHEDULER_CONFIG))
+def test_a_scheduler_the_config_leaves_out_is_refused(build, tmp_path, sched):
+    symbol = kernels.SCHEDULER_CONFIG[sched]
+    image = build / "images" / image_name("cloud-amd64")
+    (image / "config").write_text(
+        CONFIG.replace(f"CONFIG_{symbol}=y", f"# CONFIG_{symbol} is not set")
+        .replace(f"CONFIG_{symbol}=m", f"# CONFIG_{symbol} is not set"))
+    path = write_scenario(tmp_path, "cloud-amd64", "nvme", schedulers=["none", sched])
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.key == "scenario.schedulers"
+    assert f"CONFIG_{symbol} is not set" in e.value.message
+    assert e.value.message.startswith(f"'{sched}' is not in guest.kernel = \"cloud-amd64\"")
+    # The others stay allowed.
+    assert f"Allowed with this kernel: none, " in e.value.message
+    assert sched not in e.value.message.split("Allowed with this kernel: ")[1]
+
+
+@pytest.mark.parametrize("option", sorted(kernels.CGROUP_OPTION_CONFIG))
+def test_a_cgroup_control_the_config_leaves_out_is_refused(build, tmp_path, option):
+    cgroup_file, symbol = kernels.CGROUP_OPTION_CONFIG[option]
+    value = {"cgroup_io_max": "wbps=1048576", "cgroup_io_weight": "100",
+             "cgroup_bfq_weight": "100"}[option]
+    path = write_scenario(tmp_path, "cloud-amd64", "nvme", schedulers=["bfq"],
+                          job_extra=f'{option} = "{value}"\n')
+    scenario.load(path)  # every control is in CONFIG
+    image = build / "images" / image_name("cloud-amd64")
+    (image / "config").write_text(CONFIG.replace(f"CONFIG_{symbol}=y",
+                                                 f"# CONFIG_{symbol} is not set"))
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.key == f"job[0].{option}"
+    assert cgroup_file in e.value.message and f"CONFIG_{symbol} is not set" in e.value.message
 
 
 def test_a_run_read_back_is_not_checked(build, tmp_path):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from blklab import scenario
+from blklab import kernels, scenario
 from blklab.errors import ScenarioError
 
 MINIMAL = """
@@ -30,7 +30,9 @@ def test_minimal_defaults(tmp_path):
     assert s.name == "s"
     assert s.schedulers == ["none", "mq-deadline", "kyber", "bfq"]
     assert s.mode == "deterministic"
-    assert s.guest == scenario.Guest("amd64", 2, 1024)
+    # No [guest] kernel: the default series' amd64.
+    assert s.guest == scenario.Guest(f"{kernels.default_series()}-amd64", 2, 1024,
+                                     written="amd64")
     (d,) = s.devices
     assert (d.name, d.kind, d.backing, d.profile.name) == ("d0", "nvme", "file", "zero-latency")
     assert d.size_bytes == d.profile.capacity_bytes // 4096 * 4096
@@ -198,7 +200,7 @@ BAD = [
     ("[scenario]\nspeed = 1\n" + MINIMAL, "scenario.speed", "unknown key"),
     ("[guest]\nvcpus = 0\n" + MINIMAL, "guest.vcpus", "between 1 and 64"),
     ("[guest]\nkernel = \"686\"\n" + MINIMAL, "guest.kernel",
-     "not one of: amd64, cloud-amd64, rt-amd64"),
+     "not one of: 6.12-amd64, 6.12-cloud-amd64, 6.12-rt-amd64, 6.1-amd64"),
     ("[guest]\nmemory_mib = 16\n" + MINIMAL, "guest.memory_mib", "between 256 and"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
     ("[[job]]\nname = \"j\"\n", "device", "at least one [[device]] is required"),

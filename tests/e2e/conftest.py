@@ -14,6 +14,12 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(REPO / "harness"))
 
+from blklab import kernels  # noqa: E402
+
+# The kernel a scenario gets without [guest] kernel, and its image.
+DEFAULT_KERNEL = f"{kernels.default_series()}-amd64"
+DEFAULT_IMAGE = REPO / "build" / "images" / DEFAULT_KERNEL
+
 
 def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
@@ -28,7 +34,7 @@ def cells_of(run_dir: Path) -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def built():
-    for p in (REPO / "build/qemu/bin/qemu-system-x86_64", REPO / "build/images/amd64/image.json"):
+    for p in (REPO / "build/qemu/bin/qemu-system-x86_64", DEFAULT_IMAGE / "image.json"):
         if not p.exists():
             pytest.fail(f"{p} missing: run 'make qemu image' first")
     return REPO

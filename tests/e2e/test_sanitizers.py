@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, REPO, cells_of
+from conftest import DEFAULT_IMAGE, PYTHON, REPO, cells_of
 
 ASAN_QEMU = REPO / "build" / "qemu-asan"
 
@@ -120,7 +120,7 @@ def test_report_pattern_matches_real_report_lines():
 def sanitized_run(asan_qemu, tmp_path_factory):
     """Runs SCENARIO with BLKLAB_BUILD pointing at an overlay whose qemu is
     the sanitizer build (the guest image and devmodel-info are the usual)."""
-    for p in (REPO / "build/images/amd64/image.json", REPO / "build/cmake/devmodel/devmodel-info"):
+    for p in (DEFAULT_IMAGE / "image.json", REPO / "build/cmake/devmodel/devmodel-info"):
         if not p.exists():
             pytest.fail(f"{p} missing: run 'make image' first")
     tmp = tmp_path_factory.mktemp("sanitize")

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from browser import open_page
-from conftest import (REPO, SPINE_DEVICES, SPINE_JOB, cells_of, nvme, qemu_pids,
-                      run_blklab)
+from conftest import (DEFAULT_IMAGE, DEFAULT_KERNEL, REPO, SPINE_DEVICES, SPINE_JOB, cells_of,
+                      nvme, qemu_pids, run_blklab)
 from blklab import results
 
 NVME = nvme(4)
@@ -50,7 +50,7 @@ def test_io_happened(four_schedulers):
 
 def test_guest_facts(four_schedulers):
     _, out = four_schedulers
-    image = json.loads((REPO / "build/images/amd64/image.json").read_text())
+    image = json.loads((DEFAULT_IMAGE / "image.json").read_text())
     for c in cells_of(out).values():
         assert c["guest"]["kernel_release"] == image["kernel_release"]
         assert c["guest"]["cpus"] == "2"
@@ -221,7 +221,7 @@ def test_kvm_probe_answers_within_its_timeout(built, tmp_path):
     from blklab import accel, paths
 
     started = time.monotonic()
-    answer, fallback = accel.probe(paths.qemu_binary(), paths.image_dir("amd64"),
+    answer, fallback = accel.probe(paths.qemu_binary(), paths.image_dir(DEFAULT_KERNEL),
                                    tmp_path / "probe.json")
     # A fallback to TCG says why; KVM needs no word.
     assert (fallback == "") == (answer == "kvm") and (not fallback or "TCG, not KVM" in fallback)

@@ -1,0 +1,170 @@
+"""Guest kernels: which ones blklab builds images of, and what a scenario
+may ask of the one it names.
+
+The kernels are the lines of guest-images/kernels.lock (series, flavour,
+pinned Debian package), written by guest-images/pin.sh from
+guest-images/kernel-series; `[guest] kernel` names one as
+"<series>-<flavour>", or a bare flavour for the default series.
+
+What a kernel has is read from its image (build/images/<kernel>/): the
+record build-image.sh writes (image.json: drivers and device kinds) and the
+package's own config (config). A scenario that asks for a device kind, a
+scheduler or a cgroup control the kernel lacks is an error naming the key
+and the config line; with no image built there is nothing to check against,
+and a run asks for the image.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from blklab.errors import BuildMissingError, ScenarioError
+
+GUEST_IMAGES = Path(__file__).resolve().parents[2] / "guest-images"
+KERNELS_LOCK = GUEST_IMAGES / "kernels.lock"
+KERNEL_SERIES = GUEST_IMAGES / "kernel-series"
+
+# The config symbol that builds each scheduler (block/Kconfig.iosched).
+SCHEDULER_CONFIG = {"mq-deadline": "MQ_IOSCHED_DEADLINE", "kyber": "MQ_IOSCHED_KYBER",
+                    "bfq": "IOSCHED_BFQ"}
+# blkgen's cgroup v2 job options, the cgroup file each writes and the config
+# symbol that creates the file (block/Kconfig, block/Kconfig.iosched).
+CGROUP_OPTION_CONFIG = {"cgroup_io_max": ("io.max", "BLK_DEV_THROTTLING"),
+                        "cgroup_io_weight": ("io.weight", "BLK_CGROUP_IOCOST"),
+                        "cgroup_bfq_weight": ("io.bfq.weight", "BFQ_GROUP_IOSCHED")}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One pinned guest kernel."""
+
+    series: str  # "6.1"
+    flavour: str  # "amd64"
+    package: str  # "linux-image-6.1.0-57-amd64"
+    version: str  # Debian package version, "6.1.192-3"
+
+    @property
+    def id(self) -> str:
+        return f"{self.series}-{self.flavour}"
+
+
+def _lines(path: Path) -> list[list[str]]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise BuildMissingError(f"{path}: unreadable: {e.strerror}") from None
+    return [line.split("#", 1)[0].split() for line in text.splitlines()
+            if line.split("#", 1)[0].strip()]
+
+
+def pinned() -> list[Kernel]:
+    """Every kernel of kernels.lock, in its order."""
+    return [Kernel(w[0], w[1], w[2], w[3]) for w in _lines(KERNELS_LOCK) if len(w) >= 4]
+
+
+def default_series() -> str:
+    for w in _lines(KERNEL_SERIES):
+        if w[0] == "default" and len(w) == 2:
+            return w[1]
+    raise BuildMissingError(f"{KERNEL_SERIES}: no 'default <series>' line")
+
+
+def allowed_text() -> str:
+    kernels = pinned()
+    flavours = sorted({k.flavour for k in kernels if k.series == default_series()})
+    return (", ".join(k.id for k in kernels)
+            + f"; or a flavour alone for series {default_series()} ({', '.join(flavours)})")
+
+
+def resolve(name: str) -> Kernel | None:
+    """The kernel `name` ("6.12-cloud-amd64", or "amd64" for the default
+    series) names, or None."""
+    full = name if name[:1].isdigit() else f"{default_series()}-{name}"
+    for k in pinned():
+        if k.id == full:
+            return k
+    return None
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """A kernel config file as {"CONFIG_X": "y" | "m" | value | "is not set"}."""
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("CONFIG_") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k] = v
+        elif line.startswith("# CONFIG_") and line.endswith(" is not set"):
+            out[line[2:-len(" is not set")]] = "is not set"
+    return out
+
+
+def config_line(config: dict[str, str], symbol: str) -> str:
+    """The line of the config for CONFIG_<symbol>, as the kernel package has it."""
+    v = config.get(f"CONFIG_{symbol}")
+    if v is None:
+        return f"CONFIG_{symbol} absent from the config"
+    return f"CONFIG_{symbol} is not set" if v == "is not set" else f"CONFIG_{symbol}={v}"
+
+
+def enabled(config: dict[str, str], symbol: str) -> bool:
+    return config.get(f"CONFIG_{symbol}") in ("y", "m")
+
+
+def _image(kernel_id: str) -> tuple[dict[str, Any], dict[str, str] | None] | None:
+    from blklab import paths
+
+    try:
+        d = paths.image_dir(kernel_id)
+    except BuildMissingError:
+        return None
+    image = json.loads((d / "image.json").read_text())
+    config = read_config(d / "config") if (d / "config").exists() else None
+    return image, config
+
+
+def check_scenario(path: str, written: str, kernel_id: str, devices: list,
+                   schedulers: list[str], jobs: list) -> None:
+    """Raise ScenarioError for the first thing the scenario asks of the
+    kernel that the kernel's image says it lacks: a device kind without a
+    driver, a scheduler or a cgroup control its config leaves out."""
+    found = _image(kernel_id)
+    if found is None:
+        return
+    image, config = found
+    named = f"guest.kernel = \"{written}\": {image['kernel_package']} " \
+            f"{image['kernel_package_version']}"
+    kinds = image.get("device_kinds", {})
+    runnable = [k for k in kinds if not kinds[k]["missing"]]
+    for i, d in enumerate(devices):
+        missing = kinds.get(d.kind, {}).get("missing", [])
+        if not missing:
+            continue
+        why = ", ".join(f"no driver {m} ({image['drivers'][m]['config']})" for m in missing)
+        raise ScenarioError(
+            path, f"device[{i}].kind",
+            f"device '{d.name}' is kind '{d.kind}', which cannot run on {named} has {why}. "
+            f"Allowed with this kernel: {', '.join(runnable)}; or choose another guest.kernel")
+    if config is None:
+        return
+    for sched in schedulers:
+        symbol = SCHEDULER_CONFIG.get(sched)
+        if symbol is not None and not enabled(config, symbol):
+            have = [s for s in ("none", *SCHEDULER_CONFIG)
+                    if s == "none" or enabled(config, SCHEDULER_CONFIG[s])]
+            raise ScenarioError(
+                path, "scenario.schedulers",
+                f"'{sched}' is not in {named}: {config_line(config, symbol)}. "
+                f"Allowed with this kernel: {', '.join(have)}")
+    for i, job in enumerate(jobs):
+        for option, _ in job.options:
+            if option not in CGROUP_OPTION_CONFIG:
+                continue
+            cgroup_file, symbol = CGROUP_OPTION_CONFIG[option]
+            if not enabled(config, symbol):
+                raise ScenarioError(
+                    path, f"job[{i}].{option}",
+                    f"{option} writes the cgroup file {cgroup_file}, which {named} does not "
+                    f"have: {config_line(config, symbol)}; or choose another guest.kernel")

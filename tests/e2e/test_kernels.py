@@ -1,0 +1,73 @@
+"""Every pinned kernel series boots as a guest. The default series' flavours
+are booted by every other end-to-end test and test_flavours.py; here each
+other series (guest-images/kernel-series) boots its amd64 flavour once, in
+deterministic mode, and runs a short job under bfq (a module the guest loads)
+on an NVMe device with a device model.
+
+The images come from `make images` (make test builds them)."""
+
+import json
+
+import pytest
+
+from conftest import cells_of, run_blklab
+from blklab import kernels, paths, results
+from blklab.errors import BuildMissingError
+
+OTHER_SERIES = [k for k in kernels.pinned()
+                if k.flavour == "amd64" and k.series != kernels.default_series()]
+
+SCENARIO = """
+[scenario]
+name = "kernel-{id}"
+mode = "deterministic"
+timeout_s = 900
+schedulers = ["bfq"]
+[guest]
+kernel = "{id}"
+vcpus = 1
+memory_mib = 512
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "null"
+profile = "samsung-970evoplus-1t"
+size_gib = 1
+[[job]]
+name = "r"
+rw = "randread"
+bs = "4k"
+iodepth = 8
+ioengine = "io_uring"
+direct = true
+runtime = "100ms"
+time_based = true
+"""
+
+
+@pytest.mark.parametrize("kernel", OTHER_SERIES, ids=lambda k: k.id)
+def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
+    try:
+        image = json.loads((paths.image_dir(kernel.id) / "image.json").read_text())
+    except BuildMissingError as e:
+        pytest.fail(f"{e} (make test builds it: 'make images')")
+    assert (image["kernel_package"], image["kernel_package_version"]) == \
+        (kernel.package, kernel.version)
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO.format(id=kernel.id))
+    proc = run_blklab("run", str(path), "--out", str(tmp_path / "run"), "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [c] = cells_of(tmp_path / "run").values()
+    results.validate(c)
+    assert c["status"] == "ok", c["error"]
+    assert c["request"]["kernel"] == kernel.id
+    assert c["guest"]["kernel_release"] == image["kernel_release"]
+    # /proc/version names the release and the Debian package version.
+    version = c["guest"]["kernel_version"]
+    assert version.startswith(f"Linux version {image['kernel_release']} "), version
+    assert f" Debian {kernel.version} " in version, version
+    assert c["in_effect"]["scheduler"] == "bfq"
+    assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
+    assert all(row["total_ios"] > 0 for row in c["summary"])
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["image"]["kernel"] == kernel.id
