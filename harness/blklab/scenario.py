@@ -120,7 +120,7 @@ class Job:
 
     @property
     def replays(self) -> bool:
-        return any(k == "read_iolog" for k, _ in self.options)
+        return any(k.replace("-", "_") == "read_iolog" for k, _ in self.options)
 
 
 @dataclass(frozen=True)
