@@ -449,6 +449,36 @@ def check_deterministic(path: str, devices: list[Device], why: str) -> None:
                 'scenario.mode = "realtime"')
 
 
+def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str, Any],
+                        workload: str) -> Job:
+    """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`)."""
+    from blklab import blkgen_options, jobfiles
+
+    prefix = f"job[{i}]"
+    for key in table:
+        if key not in ("fio_file", "sections", "name"):
+            raise ScenarioError(path, f"{prefix}.{key}", "a job with fio_file takes its options "
+                                "from the file; only name and sections may stand beside it")
+    value = table["fio_file"]
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(path, f"{prefix}.fio_file", "must be a path (relative to the "
+                            "scenario file) to a fio job file")
+    sections = table.get("sections")
+    if sections is not None and (not isinstance(sections, list) or not sections or not all(
+            isinstance(x, str) and x for x in sections)):
+        raise ScenarioError(path, f"{prefix}.sections", "must be a non-empty array of the "
+                            "file's job section names")
+    t = blkgen_options.table_if_built()
+    jf = jobfiles.parse_fio_file(scenario_path, path, f"{prefix}.fio_file", value, sections,
+                                 t.options if t else None, t.not_supported_yet if t else (),
+                                 workload, f"{i}-")
+    name = table.get("name", Path(value).stem)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ScenarioError(path, f"{prefix}.name",
+                            "1-64 of letters, digits, '_', '.', '-'")
+    return Job(name, (), (jf.attachment,), jf.attachment.guest_path, jf.sections)
+
+
 def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
                 workload: str = "blkgen") -> list[Job]:
     tables = data.get("job")
