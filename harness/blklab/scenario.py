@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import hashlib
 import itertools
 import json
@@ -382,11 +383,25 @@ def _parse_profile(reader: _Reader, scenario_path: str, check: bool) -> Profile 
 
 
 def profile_info(path: Path) -> dict[str, Any]:
-    """What devmodel-info prints for a profile, or {"error": message}."""
+    """What devmodel-info prints for a profile, or {"error": message}.
+    Loading an SSD profile preconditions its FTL (seconds), so the answer
+    is kept for the same profile bytes and the same devmodel-info."""
     from blklab import paths
 
     tool = paths.devmodel_info()
-    proc = subprocess.run([str(tool), str(path)], capture_output=True, text=True)
+    try:
+        blob = Path(path).read_bytes()
+        built = tool.stat().st_mtime_ns
+    except OSError:
+        blob, built = None, None
+    key = (hashlib.sha256(blob).hexdigest(), built) if blob is not None else ("", 0)
+    return dict(_profile_info(str(tool), str(path), *key))
+
+
+@functools.lru_cache(maxsize=64)
+def _profile_info(tool: str, path: str, sha256: str, built: int) -> dict[str, Any]:
+    """devmodel-info's answer; sha256 and built only key the cache."""
+    proc = subprocess.run([tool, path], capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip() or f"devmodel-info exited {proc.returncode}"}
     return json.loads(proc.stdout)

@@ -21,8 +21,6 @@ def test_there_are_scenarios():
 @pytest.mark.parametrize("short", [False, True], ids=["full", "short"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_checked_in_scenario_loads(path, short):
-    # Device profiles are loaded once (full form); some precondition an
-    # FTL for seconds, and the short form names the same profiles.
-    sc = scenario.load(path, short=short, check_profiles=not short)
+    sc = scenario.load(path, short=short, check_profiles=True)
     assert sc.short == short
     assert sc.devices and sc.schedulers and sc.jobs, f"{path.name}: nothing to run"
