@@ -40,31 +40,42 @@ def built():
     return REPO
 
 
+def device(name: str, kind: str, profile: str | None = None, size_gib: int | None = None,
+           seed: int | None = None) -> str:
+    """A null-backed device, as scenario text; the keys given are set."""
+    text = f'\n[[device]]\nname = "{name}"\nkind = "{kind}"\nbacking = "null"\n'
+    if profile:
+        text += f'profile = "{profile}"\n'
+    if size_gib is not None:
+        text += f"size_gib = {size_gib}\n"
+    if seed is not None:
+        text += f"seed = {seed}\n"
+    return text
+
+
 def nvme(size_gib: int = 1, profile: str | None = None) -> str:
     """A null-backed NVMe device named nvme0, as scenario text; with a
     device profile if given."""
-    return f"""
-[[device]]
-name = "nvme0"
-kind = "nvme"
-backing = "null"
-size_gib = {size_gib}
-""" + (f'profile = "{profile}"\n' if profile else "")
+    return device("nvme0", "nvme", profile, size_gib)
+
+
+def job(name: str, rw: str, runtime: str, iodepth: int = 8, ioengine: str = "io_uring",
+        rwmixread: int | None = None) -> str:
+    """A time-based 4 KiB job with O_DIRECT, as scenario text."""
+    mix = f"rwmixread = {rwmixread}\n" if rwmixread is not None else ""
+    return (f'\n[[job]]\nname = "{name}"\nrw = "{rw}"\n{mix}bs = "4k"\n'
+            f'iodepth = {iodepth}\nioengine = "{ioengine}"\ndirect = true\n'
+            f'runtime = "{runtime}"\ntime_based = true\n')
 
 
 def randread(runtime: str, iodepth: int = 8, name: str = "r") -> str:
     """A 4 KiB random-read job over io_uring with O_DIRECT, as scenario text."""
-    return f"""
-[[job]]
-name = "{name}"
-rw = "randread"
-bs = "4k"
-iodepth = {iodepth}
-ioengine = "io_uring"
-direct = true
-runtime = "{runtime}"
-time_based = true
-"""
+    return job(name, "randread", runtime, iodepth)
+
+
+def mixed(runtime: str, iodepth: int = 8, ioengine: str = "io_uring") -> str:
+    """The 70% read random mix the determinism tests run, as scenario text."""
+    return job("mixed", "randrw", runtime, iodepth, ioengine, rwmixread=70)
 
 
 def qemu_pids(marker: str) -> list[int]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, cells_of, run_blklab
+from conftest import PYTHON, cells_of, device, mixed, run_blklab
 from blklab import diverge, results
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
@@ -35,38 +35,12 @@ DONE = "blklab: cell done"
 def nvme(name: str = "nvme0", seed: int | None = None,
          profile: str = "samsung-970evoplus-1t") -> str:
     """An NVMe device with a device model, as scenario text."""
-    return f"""
-[[device]]
-name = "{name}"
-kind = "nvme"
-backing = "null"
-profile = "{profile}"
-size_gib = 1
-""" + (f"seed = {seed}\n" if seed is not None else "")
+    return device(name, "nvme", profile, size_gib=1, seed=seed)
 
 
-AHCI = """
-[[device]]
-name = "sata0"
-kind = "ahci-hd"
-backing = "null"
-profile = "hdd-7200-desktop-1t"
-size_gib = 1
-"""
+AHCI = device("sata0", "ahci-hd", "hdd-7200-desktop-1t", size_gib=1)
 
-
-JOB = """
-[[job]]
-name = "mixed"
-rw = "randrw"
-rwmixread = 70
-bs = "4k"
-iodepth = 8
-ioengine = "io_uring"
-direct = true
-runtime = "100ms"
-time_based = true
-"""
+JOB = mixed("100ms")
 
 
 def scenario(path: Path, devices: str, vcpus: int = 1, schedulers=SCHEDULERS,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cells_of, run_blklab
+from conftest import cells_of, device, mixed, run_blklab
 from blklab import kernels, paths, results
 from blklab.errors import BuildMissingError
 
@@ -36,23 +36,11 @@ FLAVOURS = {
 }
 COMMON_MODULES = ("virtio_pci", "virtio_console", "kyber-iosched", "bfq")
 
-JOB = """
-[[job]]
-name = "mixed"
-rw = "randrw"
-rwmixread = 70
-bs = "4k"
-iodepth = 8
-ioengine = "io_uring"
-direct = true
-runtime = "100ms"
-time_based = true
-"""
+JOB = mixed("100ms")
 
 
-def device(kind: str) -> str:
-    return (f'[[device]]\nname = "{kind.replace("-", "")}"\nkind = "{kind}"\n'
-            f'backing = "null"\nprofile = "{PROFILES[kind]}"\nsize_gib = 1\n')
+def kind_device(kind: str) -> str:
+    return device(kind.replace("-", ""), kind, PROFILES[kind], size_gib=1)
 
 
 def scenario_text(flavour: str, kinds) -> str:
@@ -60,7 +48,7 @@ def scenario_text(flavour: str, kinds) -> str:
     return (f'[scenario]\nname = "flavour-{flavour}"\nmode = "deterministic"\n'
             f'timeout_s = 900\nschedulers = [{scheds}]\n'
             f'[guest]\nkernel = "{flavour}"\nvcpus = 1\nmemory_mib = 512\n'
-            + "".join(device(k) for k in kinds) + JOB)
+            + "".join(kind_device(k) for k in kinds) + JOB)
 
 
 def image_name(flavour: str) -> str:

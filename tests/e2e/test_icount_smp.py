@@ -6,38 +6,16 @@ import re
 
 import pytest
 
-from conftest import cells_of, run_blklab
+from conftest import cells_of, device, mixed, run_blklab
 
 # What the Linux NVMe and libata drivers print when a command is late or fails.
 TROUBLE = re.compile(r"timeout|timed out|I/O error|exception Emask|hard resetting link|"
                      r"resetting controller|Abort status|failed command", re.I)
 
-DEVICES = """
-[[device]]
-name = "nvme0"
-kind = "nvme"
-backing = "null"
-profile = "samsung-970evoplus-1t"
+DEVICES = (device("nvme0", "nvme", "samsung-970evoplus-1t")
+           + device("sata0", "ahci-hd", "hdd-7200-desktop-1t"))
 
-[[device]]
-name = "sata0"
-kind = "ahci-hd"
-backing = "null"
-profile = "hdd-7200-desktop-1t"
-"""
-
-JOB = """
-[[job]]
-name = "mixed"
-rw = "randrw"
-rwmixread = 70
-bs = "4k"
-iodepth = 16
-ioengine = "libaio"
-direct = true
-runtime = "300ms"
-time_based = true
-"""
+JOB = mixed("300ms", iodepth=16, ioengine="libaio")
 
 
 @pytest.mark.parametrize("vcpus", [1, 2, 4])
