@@ -1,5 +1,7 @@
 """Files a scenario's jobs bring into the guest: a customer's fio job file
-(`[[job]] fio_file = ...`) and the traces that jobs replay (`read_iolog`).
+(`[[job]] fio_file = ...`) or fio command line (`[[job]] fio_command =
+...`, turned into the job file fio would read), and the traces that jobs
+replay (`read_iolog`).
 
 Both are read when the scenario is validated, so a bad option or a missing
 trace is an error before any VM boots, and their bytes travel with the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +111,102 @@ def parse_fio_file(scenario_path: Path, shown: str, key: str, value: str,
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ScenarioError(shown, key, f"{value}: not UTF-8 text (byte {e.start})") from None
+    body, found, dropped = _check_job_text(text, shown, key, value, sections, known, not_yet,
+                                           workload)
+    return JobFile(_attachment(f"{prefix}{path.name}", body, path),
+                   tuple(sections) if sections else tuple(found), tuple(dropped))
+
+
+# fio's own command-line options (init.c l_opts), which are not job
+# options. The harness runs fio and reads its JSON, so the ones that only
+# shape fio's output are left out; the others would change what fio is.
+_OUTPUT_ONLY = ("output", "output-format", "minimal", "append-terse", "terse-version", "eta",
+                "eta-interval", "eta-newline", "status-interval")
+_NOT_JOB_OPTIONS = ("latency-log", "bandwidth-log", "version", "help", "cmdhelp", "enghelp",
+                    "showcmd", "readonly", "debug", "parse-only", "section", "inflate-log",
+                    "alloc-size", "profile", "warnings-fatal", "max-jobs", "server",
+                    "daemonize", "client", "remote-config", "cpuclock-test", "crctest",
+                    "memcpytest", "idle-prof", "trigger-file", "trigger-timeout", "trigger",
+                    "trigger-remote", "aux-path", "merge-blktrace-only")
+
+
+def fio_command_job_text(command: str, shown: str, key: str) -> tuple[str, list[str]]:
+    """A fio command line as the job file fio builds from it: options
+    before the first --name go to [global], each --name=N starts job [N],
+    --opt=value and --flag become lines of the current section. The
+    command is kept as a comment at the top. Returns the text and the
+    options left out (fio's output options, which the harness sets)."""
+    try:
+        argv = shlex.split(command, comments=False)
+    except ValueError as e:
+        raise ScenarioError(shown, key, f"cannot be split into words like a shell: {e}") from None
+    if not argv or Path(argv[0]).name != "fio":
+        raise ScenarioError(shown, key, "must be a fio command line, starting with 'fio' "
+                            "(e.g. \"fio --name=r --rw=randread --bs=4k\")")
+    sections: list[tuple[str, list[str]]] = [("global", [])]
+    dropped: list[str] = []
+    previous = ""
+    for arg in argv[1:]:
+        if not arg.startswith("-") or arg in ("-", "--"):
+            if previous.startswith("-") and "=" not in previous:
+                raise ScenarioError(shown, key, f"'{arg}' follows '{previous}': write "
+                                    f"{previous}={arg} (blklab reads --option=value and --flag)")
+            raise ScenarioError(shown, key, f"'{arg}' is not a --option: blklab reads "
+                                "--option=value and --flag; a job file given to fio goes in "
+                                "fio_file instead")
+        previous = arg
+        name, eq, value = arg.lstrip("-").partition("=")
+        if not name:
+            raise ScenarioError(shown, key, f"'{arg}' names no option")
+        if name in _OUTPUT_ONLY:
+            dropped.append(f"{key}: {arg}")
+            continue
+        if name in _NOT_JOB_OPTIONS:
+            raise ScenarioError(shown, key, f"'{arg}' is one of fio's own command-line options, "
+                                "not a job option; blklab runs fio itself and leaves out only "
+                                f"those that shape its output ({', '.join(_OUTPUT_ONLY)})")
+        if name == "name":
+            if not value:
+                raise ScenarioError(shown, key, f"'{arg}': --name needs a job name")
+            if "]" in value or "\n" in value:
+                raise ScenarioError(shown, key, f"'{arg}': a job name cannot hold ']'")
+            sections.append((value, []))
+            continue
+        sections[-1][1].append(f"{name}={value}" if eq else name)
+    lines = ["; " + shlex.join(argv)]
+    for section, options in sections:
+        if section == "global" and not options:
+            continue
+        lines.append(f"[{section}]")
+        lines.extend(options)
+    return "\n".join(lines) + "\n", dropped
+
+
+def fio_command_sections(command: str, shown: str, key: str) -> list[str]:
+    """The job sections a fio command line defines, in order."""
+    text, _ = fio_command_job_text(command, shown, key)
+    return [m.group(1).strip() for m in map(_SECTION.match, text.splitlines())
+            if m and m.group(1).strip() != "global"]
+
+
+def parse_fio_command(shown: str, key: str, command: str, known: dict[str, dict] | None,
+                      not_yet: tuple[str, ...], workload: str, prefix: str) -> JobFile:
+    """A fio command line, turned into its job file and checked like one
+    (parse_fio_file): the guest gets that file."""
+    text, left_out = fio_command_job_text(command, shown, key)
+    body, found, dropped = _check_job_text(text, shown, key, key, None, known, not_yet,
+                                           workload)
+    att = Attachment(f"{prefix}command.fio", body, f"{shown}: {key}",
+                     hashlib.sha256(body).hexdigest())
+    return JobFile(att, tuple(found), tuple(left_out + dropped))
+
+
+def _check_job_text(text: str, shown: str, key: str, value: str, sections: list[str] | None,
+                    known: dict[str, dict] | None, not_yet: tuple[str, ...],
+                    workload: str) -> tuple[bytes, list[str], list[str]]:
+    """A fio job file's text checked as parse_fio_file says: the text the
+    guest gets, the job sections found and the lines left out. `value`
+    names the text in messages (the file, or the command line's key)."""
     out: list[str] = []
     found: list[str] = []
     dropped: list[str] = []
@@ -158,6 +257,4 @@ def parse_fio_file(scenario_path: Path, shown: str, key: str, value: str,
     if len(set(found)) != len(found):
         dup = next(s for s in found if found.count(s) > 1)
         raise ScenarioError(shown, key, f"{value}: job section [{dup}] appears twice")
-    body = ("\n".join(out) + "\n").encode()
-    return JobFile(_attachment(f"{prefix}{path.name}", body, path),
-                   tuple(sections) if sections else tuple(found), tuple(dropped))
+    return ("\n".join(out) + "\n").encode(), found, dropped

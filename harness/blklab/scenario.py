@@ -466,28 +466,48 @@ def check_deterministic(path: str, devices: list[Device], why: str) -> None:
 
 def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str, Any],
                         workload: str) -> Job:
-    """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`)."""
+    """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`),
+    or `[[job]] fio_command = "fio --name=..."` (optionally `name`)."""
     from blklab import blkgen_options, jobfiles
 
     prefix = f"job[{i}]"
+    source = "fio_command" if "fio_command" in table else "fio_file"
+    if "fio_command" in table and "fio_file" in table:
+        raise ScenarioError(path, f"{prefix}.fio_command", "a job takes fio_file or "
+                            "fio_command, not both")
+    allowed = ("fio_file", "sections", "name") if source == "fio_file" else ("fio_command",
+                                                                              "name")
     for key in table:
-        if key not in ("fio_file", "sections", "name"):
-            raise ScenarioError(path, f"{prefix}.{key}", "a job with fio_file takes its options "
-                                "from the file; only name and sections may stand beside it")
-    value = table["fio_file"]
-    if not isinstance(value, str) or not value:
-        raise ScenarioError(path, f"{prefix}.fio_file", "must be a path (relative to the "
-                            "scenario file) to a fio job file")
-    sections = table.get("sections")
-    if sections is not None and (not isinstance(sections, list) or not sections or not all(
-            isinstance(x, str) and x for x in sections)):
-        raise ScenarioError(path, f"{prefix}.sections", "must be a non-empty array of the "
-                            "file's job section names")
+        if key not in allowed:
+            raise ScenarioError(path, f"{prefix}.{key}", f"a job with {source} takes its "
+                                f"options from it; only {' and '.join(allowed[1:])} may stand "
+                                "beside it")
+    value = table[source]
     t = blkgen_options.table_if_built()
-    jf = jobfiles.parse_fio_file(scenario_path, path, f"{prefix}.fio_file", value, sections,
-                                 t.options if t else None, t.not_supported_yet if t else (),
-                                 workload, f"{i}-")
-    name = table.get("name", Path(value).stem)
+    known, not_yet = (t.options, t.not_supported_yet) if t else (None, ())
+    if source == "fio_command":
+        if not isinstance(value, str) or not value.strip():
+            raise ScenarioError(path, f"{prefix}.fio_command", "must be a fio command line "
+                                "as text, e.g. \"fio --name=r --rw=randread --bs=4k\"")
+        if "\n" in value:
+            raise ScenarioError(path, f"{prefix}.fio_command", "must be one line (a shell's "
+                                "line continuations joined)")
+        jf = jobfiles.parse_fio_command(path, f"{prefix}.fio_command", value, known, not_yet,
+                                        workload, f"{i}-")
+        default_name = jf.sections[0]
+    else:
+        if not isinstance(value, str) or not value:
+            raise ScenarioError(path, f"{prefix}.fio_file", "must be a path (relative to the "
+                                "scenario file) to a fio job file")
+        sections = table.get("sections")
+        if sections is not None and (not isinstance(sections, list) or not sections or not all(
+                isinstance(x, str) and x for x in sections)):
+            raise ScenarioError(path, f"{prefix}.sections", "must be a non-empty array of the "
+                                "file's job section names")
+        jf = jobfiles.parse_fio_file(scenario_path, path, f"{prefix}.fio_file", value,
+                                     sections, known, not_yet, workload, f"{i}-")
+        default_name = Path(value).stem
+    name = table.get("name", default_name)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ScenarioError(path, f"{prefix}.name",
                             "1-64 of letters, digits, '_', '.', '-'")
@@ -496,6 +516,8 @@ def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str,
 
 def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
                 workload: str = "blkgen") -> list[Job]:
+    from blklab import jobfiles
+
     tables = data.get("job")
     if tables is None:
         raise ScenarioError(path, "job", "at least one [[job]] is required")
@@ -504,11 +526,16 @@ def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = No
     jobs = []
     for i, table in enumerate(tables):
         prefix = f"job[{i}]"
-        if "fio_file" in table:
+        if "fio_file" in table or "fio_command" in table:
             if scenario_path is not None:
                 jobs.append(_parse_fio_file_job(path, scenario_path, i, table, workload))
             else:  # a run read back: the file went with it, as the guest got it
-                name = str(table.get("name", Path(str(table["fio_file"])).stem))
+                if "fio_file" in table:
+                    default = Path(str(table["fio_file"])).stem
+                else:
+                    default = jobfiles.fio_command_sections(str(table["fio_command"]), path,
+                                                            f"{prefix}.fio_command")[0]
+                name = str(table.get("name", default))
                 jobs.append(Job(name, (), (), "", tuple(table.get("sections") or ())))
             continue
         name = table.get("name")
@@ -539,8 +566,8 @@ def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = No
             options, files = _attach_trace(path, scenario_path, prefix, options, workload, i)
         jobs.append(Job(name, tuple(options), files))
     if sum(j.fio_file is not None for j in jobs) > 1:
-        raise ScenarioError(path, "job", "one job may name a fio_file (blkgen runs one job "
-                            "file per run); put the sections into one file")
+        raise ScenarioError(path, "job", "one job may name a fio_file or fio_command (blkgen "
+                            "runs one job file per run); put the sections into one file")
     return jobs
 
 

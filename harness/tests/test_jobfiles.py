@@ -152,3 +152,60 @@ def test_a_job_without_files_keeps_its_bundle(tmp_path):
     files = JobBundle.for_cell(s.cells()[0], s.workload, s.jobs).files()
     assert sorted(files) == ["job/job.env", "job/tunables", "job/workload.args"]
     assert "BLKLAB_REPLAY" not in files["job/job.env"].decode()
+
+
+CUSTOMER = ("fio --name=randread --filename=/data/testfile --rw=randread --bs=4k --iodepth=32 "
+            "--runtime=60 --time_based --group_reporting --direct=1")
+
+
+@pytest.mark.parametrize("workload", ["fio", "blkgen"])
+def test_fio_command_becomes_the_job_file_fio_would_read(tmp_path, workload):
+    s = scenario.load(write_scenario(tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\n',
+                                     workload))
+    (job,) = s.jobs
+    (att,) = job.files
+    assert job.name == "randread" and job.sections == ("randread",)
+    assert att.data.decode().splitlines() == [
+        "; " + CUSTOMER, "[randread]", "rw=randread", "bs=4k", "iodepth=32", "runtime=60",
+        "time_based", "group_reporting", "direct=1"]
+    assert job.args() == [att.guest_path] and att.name == "0-command.fio"
+    # Read back from a run's scenario.toml (no files): the same job name.
+    back = scenario.load(write_scenario(tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\n',
+                                        workload), check_profiles=False)
+    assert back.jobs[0].name == "randread"
+
+
+def test_fio_command_options_before_the_first_name_are_global(tmp_path):
+    s = scenario.load(write_scenario(
+        tmp_path, '[[job]]\nname = "pair"\nfio_command = "/usr/bin/fio --ioengine=libaio '
+        '--direct=1 --name=r --rw=randread --name=w --rw=randwrite --bs=16k '
+        '--output-format=json --eta=never"\n', "fio"))
+    (job,) = s.jobs
+    text = job.files[0].data.decode().splitlines()
+    assert text[1:] == ["[global]", "ioengine=libaio", "direct=1", "[r]", "rw=randread",
+                        "[w]", "rw=randwrite", "bs=16k"]
+    assert job.name == "pair" and job.sections == ("r", "w")
+
+
+@pytest.mark.parametrize("command, message", [
+    ("rw=read", "must be a fio command line, starting with 'fio'"),
+    ("fio --name=r --rw=read job.fio", "'job.fio' is not a --option"),
+    ("fio --name=r --bs 4k", "'4k' follows '--bs': write --bs=4k"),
+    ("fio --name=r --rw=read --readonly", "'--readonly' is one of fio's own command-line"),
+    ("fio --name= --rw=read", "--name needs a job name"),
+    ("fio --rw=read", "defines no job"),
+    ("fio --name=r --rw='read", "cannot be split into words like a shell"),
+    ("fio --name=r --rw=read --stonewall", "option 'stonewall' is not supported by blkgen yet"),
+])
+def test_bad_fio_commands(tmp_path, command, message):
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(write_scenario(tmp_path, f'[[job]]\nfio_command = "{command}"\n'))
+    assert e.value.key == "job[0].fio_command"
+    assert message in e.value.message
+
+
+def test_fio_command_takes_no_other_options(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(write_scenario(
+            tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\nrw = "randread"\n'))
+    assert e.value.key == "job[0].rw" and "only name may stand beside it" in e.value.message
