@@ -182,6 +182,19 @@ def fio_command_job_text(command: str, shown: str, key: str) -> tuple[str, list[
     return "\n".join(lines) + "\n", dropped
 
 
+def with_runtime(command: str, runtime: str) -> str:
+    """The command with each --runtime=... set to `runtime` (a short form's
+    runtime); a command that cannot be split is returned as it is, for
+    validation to name."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    out = [f"{a.split('=', 1)[0]}={runtime}" if a.lstrip("-").startswith("runtime=") else a
+           for a in argv]
+    return shlex.join(out) if out != argv else command
+
+
 def fio_command_sections(command: str, shown: str, key: str) -> list[str]:
     """The job sections a fio command line defines, in order."""
     text, _ = fio_command_job_text(command, shown, key)

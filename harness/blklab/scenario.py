@@ -804,6 +804,9 @@ def _short_form(path: str, data: dict[str, Any]) -> tuple[dict[str, Any], tuple[
         table = dict(table)
         if runtime is not None and "runtime" in table:
             table["runtime"] = runtime
+        if runtime is not None and isinstance(table.get("fio_command"), str):
+            from blklab import jobfiles
+            table["fio_command"] = jobfiles.with_runtime(table["fio_command"], str(runtime))
         table.update(overrides.get(table.get("name"), {}))
         jobs.append(table)
     if "job" in out:

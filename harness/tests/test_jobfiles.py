@@ -209,3 +209,14 @@ def test_fio_command_takes_no_other_options(tmp_path):
         scenario.load(write_scenario(
             tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\nrw = "randread"\n'))
     assert e.value.key == "job[0].rw" and "only name may stand beside it" in e.value.message
+
+
+def test_short_form_runtime_replaces_the_commands_runtime(tmp_path):
+    s = scenario.load(write_scenario(
+        tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\n[short]\nruntime = "2s"\n', "fio"),
+        short=True)
+    lines = s.jobs[0].files[0].data.decode().splitlines()
+    assert "runtime=2s" in lines and "runtime=60" not in lines
+    full = scenario.load(write_scenario(
+        tmp_path, f'[[job]]\nfio_command = "{CUSTOMER}"\n[short]\nruntime = "2s"\n', "fio"))
+    assert "runtime=60" in full.jobs[0].files[0].data.decode().splitlines()
