@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from conftest import cells_of, nvme, run_blklab
+from conftest import REPO, cells_of, nvme, run_blklab
 
 # A customer's job file as they might send it: their own filename and
 # directory, a [global] section, two jobs of which the scenario runs one.
@@ -107,3 +107,29 @@ def test_capture_script_in_a_guest_imports_back_its_settings(built, tmp_path):
     assert text.count("== diskstats") == 2
     proc = run_blklab("validate", str(imported))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_customers_command_runs_in_blkgen_too(built, tmp_path):
+    """scenarios/cloud-mysql-incident-as-run.toml runs the customer's fio
+    command under fio (its short form is in test_scenarios.py). The same
+    command under blkgen, the same file with workload = "blkgen": it is
+    psync, so blkgen caps the depth at 1 and says so, and the expectations,
+    which come from the volume's model and not from fio, hold as they do
+    for fio."""
+    text = (REPO / "scenarios" / "cloud-mysql-incident-as-run.toml").read_text()
+    assert text.count('workload = "fio"') == 1
+    s = tmp_path / "as-run-blkgen.toml"
+    s.write_text(text.replace('workload = "fio"', 'workload = "blkgen"'))
+    out = tmp_path / "run"
+    proc = run_blklab("run", "--short", "--jobs", "2", "--no-report", "--out", str(out), str(s))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cells = cells_of(out)
+    assert set(cells) == {f"{d}.{sc}.r0" for d in ("gp3", "gp2-exhausted")
+                          for sc in ("none", "mq-deadline")}
+    for cid, cell in cells.items():
+        assert cell["status"] == "ok", (cid, cell.get("error"))
+        notes = " ".join(cell.get("workload_notes") or [])
+        assert "psync" in notes and "depth" in notes, (cid, notes)
+    proc = run_blklab("check", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 fail" in proc.stdout
