@@ -182,6 +182,22 @@ def fio_command_job_text(command: str, shown: str, key: str) -> tuple[str, list[
     return "\n".join(lines) + "\n", dropped
 
 
+def _command_origins(text: str) -> list[str]:
+    """For each line of fio_command_job_text's file, the argument it came
+    from (--name=N for a section), so that messages name what the user
+    wrote and not a line of a file they never saw."""
+    out = []
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if line.startswith(";"):
+            out.append("the command")
+        elif m:
+            out.append(f"'--name={m.group(1)}'")
+        else:
+            out.append(f"'--{line}'")
+    return out
+
+
 def with_runtime(command: str, runtime: str) -> str:
     """The command with each --runtime=... set to `runtime` (a short form's
     runtime); a command that cannot be split is returned as it is, for
@@ -208,18 +224,19 @@ def parse_fio_command(shown: str, key: str, command: str, known: dict[str, dict]
     (parse_fio_file): the guest gets that file."""
     text, left_out = fio_command_job_text(command, shown, key)
     body, found, dropped = _check_job_text(text, shown, key, key, None, known, not_yet,
-                                           workload)
+                                           workload, _command_origins(text))
     att = Attachment(f"{prefix}command.fio", body, f"{shown}: {key}",
                      hashlib.sha256(body).hexdigest())
     return JobFile(att, tuple(found), tuple(left_out + dropped))
 
 
 def _check_job_text(text: str, shown: str, key: str, value: str, sections: list[str] | None,
-                    known: dict[str, dict] | None, not_yet: tuple[str, ...],
-                    workload: str) -> tuple[bytes, list[str], list[str]]:
+                    known: dict[str, dict] | None, not_yet: tuple[str, ...], workload: str,
+                    origins: list[str] | None = None) -> tuple[bytes, list[str], list[str]]:
     """A fio job file's text checked as parse_fio_file says: the text the
     guest gets, the job sections found and the lines left out. `value`
-    names the text in messages (the file, or the command line's key)."""
+    names the text in messages (the file, or the command line's key);
+    `origins`, when given, names each line's source instead of file:line."""
     out: list[str] = []
     found: list[str] = []
     dropped: list[str] = []
@@ -227,7 +244,7 @@ def _check_job_text(text: str, shown: str, key: str, value: str, sections: list[
     keep = True
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        where = f"{value}:{n}"
+        where = origins[n - 1] if origins else f"{value}:{n}"
         if not line or line[0] in ";#":
             out.append(raw)
             continue
