@@ -3,16 +3,16 @@
 # host: `make test-host-debian13`. Not part of `make test` (it builds QEMU
 # from source in the root: 17 to 35 minutes on 2 cores).
 #
-#  1. On the host, in this checkout: `make qemu cmake image` and the
-#     scenario tests/host/debian13.toml (deterministic, one NVMe SSD on a
-#     device model).
-#  2. A minimal Debian 13 root made by debootstrap from the host's own apt
+#  1. A minimal Debian 13 root made by debootstrap from the host's own apt
 #     entries (scripts/debian-apt.sh derives the suites; no mirror is written
 #     down), kept in $BLKLAB_CACHE/host-debian13/root and reused.
-#  3. In the root, what the README asks of a fresh machine: `apt-get install
+#  2. In the root, what the README asks of a fresh machine: `apt-get install
 #     make git`, a fresh `git clone` of this checkout's HEAD, `make deps`,
 #     the builds (`make qemu cmake image`, from source: the root's HOME has
-#     its own empty ~/.cache/blklab) and the same scenario.
+#     its own ~/.cache/blklab) and the scenario tests/host/debian13.toml
+#     (deterministic, one NVMe SSD on a device model).
+#  3. On the host, in this checkout: `make qemu cmake image` and the same
+#     scenario.
 #  4. tests/host/same_cells.py: the root's cells must be the host's bytes
 #     (all but the host keys), or the check fails naming the first keys.
 #
@@ -244,8 +244,10 @@ main() {
     flock -n 7 || die "another run of this check holds $cache/host-debian13/.lock; wait for it"
     mkdir -p "$out"
     : >"$timings"
-    host_side
+    # The root first: it is the long part, and the host's build is usually
+    # cached by then (make test made it).
     root_side
+    host_side
     "$here/same_cells.py" "$out/host" "$out/debian13" --names "Debian 12 host,Debian 13 root" ||
         rc=1
     log "wall time per step ($timings):"
