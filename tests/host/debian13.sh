@@ -127,6 +127,9 @@ make_root() {
     [[ -z $keyring ]] || opts+=(--keyring="$keyring")
     [[ -z $comps ]] || opts+=(--components="$comps")
     work=$(mktemp -d "$cache/host-debian13/root.partial-XXXXXX")
+    # mktemp's 0700 would be the root's "/": no user but root (apt's _apt,
+    # libvirt-qemu) could reach anything in it.
+    chmod 0755 "$work"
     log "debootstrap --variant=minbase $release from $uri ($comps) into $work"
     if ! debootstrap --variant=minbase --arch=amd64 "${opts[@]}" \
             "$release" "$work" "$uri" >"$work.log" 2>&1; then
@@ -193,7 +196,7 @@ setup_root() {
 clone_head() {
     local bundle=$root/root/blklab.bundle
     git -C "$repo" bundle create "$bundle" HEAD 2>/dev/null
-    inroot "rm -rf $checkout && git -c advice.detachedHead=false clone -q /root/blklab.bundle $checkout &&
+    inroot "rm -rf $checkout && git -c advice.detachedHead=false -c init.defaultBranch=main clone -q /root/blklab.bundle $checkout &&
             git -C $checkout log -1 --format='root checkout: %h %s'"
     rm -f "$bundle"
 }
