@@ -69,7 +69,17 @@ timed() {
     "$@" || rc=$?
     printf '%-28s %5d s%s\n' "$step" "$(( $(date +%s) - start ))" \
         "$([[ $rc -eq 0 ]] || echo "  (failed, exit $rc)")" >>"$timings"
+    [[ $rc -eq 0 ]] || log "$step failed (exit $rc); the root stays in $root for a look"
     return "$rc"
+}
+
+# On every exit: the root's mounts undone, the steps' wall times shown.
+finish() {
+    unmount_all
+    if [[ -s ${timings:-} ]]; then
+        log "wall time per step ($timings):"
+        cat "$timings" >&2
+    fi
 }
 
 preflight() {
@@ -221,8 +231,6 @@ host_side() {
 
 root_side() {
     timed "root: debootstrap" make_root
-    trap unmount_all EXIT
-    trap 'exit 130' INT TERM
     mount_root
     setup_root
     timed "root: make and git" inroot "apt-get update -q && apt-get install -y -q make git"
@@ -242,6 +250,8 @@ root_side() {
 main() {
     local rc=0
     preflight
+    trap finish EXIT
+    trap 'exit 130' INT TERM
     mkdir -p "$cache/host-debian13"
     exec 7>"$cache/host-debian13/.lock"
     flock -n 7 || die "another run of this check holds $cache/host-debian13/.lock; wait for it"
@@ -253,8 +263,6 @@ main() {
     host_side
     "$here/same_cells.py" "$out/host" "$out/debian13" --names "Debian 12 host,Debian 13 root" ||
         rc=1
-    log "wall time per step ($timings):"
-    cat "$timings" >&2
     log "runs in $out"
     [[ $rc -eq 0 ]] || die "the Debian 13 root's cells differ from the host's (above)"
 }
