@@ -132,6 +132,7 @@ test-unit: cmake
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
 	cd harness && $(PYTHON) -m pytest -q tests
 	$(PYTHON) -m pytest -q tests/bad-input
+	$(PYTHON) -m pytest -q tests/host
 	$(MAKE) test-fuzz
 	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize)
 
