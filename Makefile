@@ -3,7 +3,7 @@
 #   make scenario [SCENARIO=name]   build what is missing, run scenarios/<name>.toml
 #   make test                       build everything and run every test
 #   make test-full                  run and check every scenario's full form (hours)
-#   make test-host-debian13         the same cells from a Debian 13 root's build (~1 h)
+#   make test-host-debian13         the same cells from a Debian 13 root's build (1-1.5 h)
 #
 # Steps: deps qemu cmake blkgen image. Builds that take minutes (QEMU, the
 # guest image) are cached by the hash of their inputs under $(BLKLAB_CACHE)
