@@ -3,6 +3,7 @@
 #   make scenario [SCENARIO=name]   build what is missing, run scenarios/<name>.toml
 #   make test                       build everything and run every test
 #   make test-full                  run and check every scenario's full form (hours)
+#   make test-host-debian13         the same cells from a Debian 13 root's build (1-1.5 h)
 #
 # Steps: deps qemu cmake blkgen image. Builds that take minutes (QEMU, the
 # guest image) are cached by the hash of their inputs under $(BLKLAB_CACHE)
@@ -64,6 +65,7 @@ DEB_PACKAGES := \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
+	test-host-debian13 \
 	bench-deps bench-device bench-blkgen bench-determinism
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
@@ -130,6 +132,7 @@ test-unit: cmake
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
 	cd harness && $(PYTHON) -m pytest -q tests
 	$(PYTHON) -m pytest -q tests/bad-input
+	$(PYTHON) -m pytest -q tests/host
 	$(MAKE) test-fuzz
 	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize)
 
@@ -193,6 +196,14 @@ test-sanitize-qemu: qemu-asan image
 # VM time on a 2-core machine. TEST_FULL_ARGS: scenario names, --jobs N.
 test-full: qemu images
 	$(PYTHON) tests/full/run-full.py $(TEST_FULL_ARGS)
+
+# The second supported host: a Debian 13 root, made by debootstrap from this
+# machine's own apt entries and kept in $(BLKLAB_CACHE)/host-debian13, builds
+# a fresh clone of HEAD from source and runs tests/host/debian13.toml; its
+# cells must be the bytes this host's build gives (tests/host/debian13.sh).
+# Not part of `make test`: QEMU's build in the root alone takes 17-35 min.
+test-host-debian13: deps
+	tests/host/debian13.sh
 
 # The slowest tests are listed so that the time budget can be watched.
 test-e2e:
