@@ -4,9 +4,9 @@ fails as its known_failure says; none holds against its mark). The labs in docs/
 tests them too, with two checks of their own: the scheduler defaults the
 guest kernel reports (lab 1) and the scheduler-switch log (lab 8).
 
-Budget: all short forms together at most 15 minutes of wall time on an idle
-2-core machine with 2 cells in parallel; each test prints its run's time
-(measured figures: scenarios/README.md, "The short form")."""
+Budget: all short forms together took about 25 minutes of CI's 77-minute
+make test on a 2-core machine with 2 cells in parallel (README.md); each test
+prints its run's time (figures: scenarios/README.md, "The short form")."""
 
 import time
 from pathlib import Path
