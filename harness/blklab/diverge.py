@@ -49,6 +49,24 @@ UNMAP = "det_dma_unmap"  # a mapped DMA buffer's data, whichever thread wrote it
 # results.py) and "files" (which host-side files were kept: QEMU's stderr
 # only when it wrote something, the domain XML only through libvirt).
 HOST_KEYS = ("host", "files")
+# What the guest init prints once the cell's results are sent
+# (guest-images/init); the guest then halts whenever the harness ends it,
+# so two consoles of one cell are compared up to here.
+CELL_DONE = "blklab: cell done"
+
+
+def cells_of(run_dir: Path) -> dict[str, dict]:
+    """A run directory's cells (cell-*.json), by cell id."""
+    return {p.name[len("cell-"):-len(".json")]: json.loads(p.read_text())
+            for p in sorted(run_dir.glob("cell-*.json"))}
+
+
+def console_until_done(run_dir: Path, cell: dict) -> str | None:
+    """The cell's console log up to CELL_DONE; None when the guest never
+    got there (or the run kept no console)."""
+    path = run_dir / cell.get("files", {}).get("console_log", "-")
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    return text[:text.index(CELL_DONE)] if CELL_DONE in text else None
 
 _PREFIX = re.compile(r"^\d+@\d+\.\d+:")  # the log backend's optional "pid@time:"
 _LINE = re.compile(r"^(det_\w+) (\S+) ic=(-?\d+) vt=(-?\d+) src=(\S+) ?(.*)$")

@@ -2,7 +2,6 @@
 
 They need `make qemu image` (make test builds both first)."""
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(REPO / "harness"))
 
 from blklab import kernels  # noqa: E402
+from blklab.diverge import cells_of  # noqa: E402,F401 (the tests import it from here)
 
 # The kernel a scenario gets without [guest] kernel, and its image.
 DEFAULT_KERNEL = f"{kernels.default_series()}-amd64"
@@ -25,11 +25,6 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
     env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
     return subprocess.run([PYTHON, "-m", "blklab", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=REPO)
-
-
-def cells_of(run_dir: Path) -> dict[str, dict]:
-    return {p.name[len("cell-"):-len(".json")]: json.loads(p.read_text())
-            for p in sorted(run_dir.glob("cell-*.json"))}
 
 
 @pytest.fixture(scope="session")

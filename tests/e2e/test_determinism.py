@@ -26,10 +26,7 @@ from conftest import PYTHON, cells_of, device, mixed, run_blklab
 from blklab import diverge, results
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
-# The line the guest init prints when its results are sent; the guest then
-# halts and the harness ends QEMU whenever it gets to it, so a console is
-# compared up to here.
-DONE = "blklab: cell done"
+DONE = diverge.CELL_DONE  # consoles are compared up to here
 
 
 def nvme(name: str = "nvme0", seed: int | None = None,
@@ -72,9 +69,9 @@ def run(scenario_path: Path, out: Path) -> dict[str, dict]:
 
 
 def console(run_dir: Path, cell: dict) -> str:
-    text = (run_dir / cell["files"]["console_log"]).read_text(errors="replace")
-    assert DONE in text, f"{cell['cell_id']}: the guest did not finish"
-    return text[:text.index(DONE)]
+    text = diverge.console_until_done(run_dir, cell)
+    assert text is not None, f"{cell['cell_id']}: the guest did not finish"
+    return text
 
 
 def guest_part(cell: dict) -> dict:

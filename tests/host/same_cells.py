@@ -24,13 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))
 
 from blklab import diverge  # noqa: E402
 
-DONE = "blklab: cell done"  # what the guest init prints after its results (tests/e2e)
 SHOWN = 10  # differing keys printed per cell
-
-
-def cells_of(run_dir: Path) -> dict[str, dict]:
-    return {p.name[len("cell-"):-len(".json")]: json.loads(p.read_text())
-            for p in sorted(run_dir.glob("cell-*.json"))}
 
 
 def value_at(cell: dict, path: str):
@@ -44,13 +38,6 @@ def value_at(cell: dict, path: str):
         except (KeyError, IndexError, TypeError, ValueError):
             return "(absent)"
     return node
-
-
-def console(run_dir: Path, cell: dict) -> str | None:
-    """The console log up to DONE, None when the guest never got there."""
-    path = run_dir / cell.get("files", {}).get("console_log", "-")
-    text = path.read_text(errors="replace") if path.is_file() else ""
-    return text[:text.index(DONE)] if DONE in text else None
 
 
 def problems_of(run_dir: Path, name: str, cells: dict[str, dict]) -> list[str]:
@@ -73,7 +60,7 @@ def main() -> int:
     ap.add_argument("--names", default="A,B", help="what to call the two runs (A,B)")
     args = ap.parse_args()
     names = args.names.split(",", 1)
-    a, b = cells_of(args.a), cells_of(args.b)
+    a, b = diverge.cells_of(args.a), diverge.cells_of(args.b)
     problems = problems_of(args.a, names[0], a) + problems_of(args.b, names[1], b)
     if sorted(a) != sorted(b):
         problems.append(f"cells: {names[0]} has {sorted(a)}, {names[1]} has {sorted(b)}")
@@ -84,14 +71,16 @@ def main() -> int:
             problems += [f"  {d}: {names[0]} {json.dumps(value_at(a[cid], d))[:200]}, "
                          f"{names[1]} {json.dumps(value_at(b[cid], d))[:200]}"
                          for d in diffs[:SHOWN]]
-        ca, cb = console(args.a, a[cid]), console(args.b, b[cid])
+        ca, cb = (diverge.console_until_done(args.a, a[cid]),
+                  diverge.console_until_done(args.b, b[cid]))
         if ca is None or ca != cb:
-            problems.append(f"{cid}: the console logs differ before '{DONE}'")
+            problems.append(f"{cid}: the console logs differ before '{diverge.CELL_DONE}'")
     if problems:
         print("\n".join(problems))
         return 1
     print(f"{len(a)} cells, the same bytes in {names[0]} and {names[1]} "
-          f"(all but {', '.join(diverge.HOST_KEYS)}); consoles the same up to '{DONE}'")
+          f"(all but {', '.join(diverge.HOST_KEYS)}); "
+          f"consoles the same up to '{diverge.CELL_DONE}'")
     return 0
 
 
