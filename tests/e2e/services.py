@@ -22,6 +22,23 @@ def _wait_for(path: Path, timeout_s: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def _scheduler_address(path: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -> str:
+    """The address in the Dask scheduler's --scheduler-file. The scheduler
+    creates the file before it writes it, so an empty or half-written file
+    means "not yet", not an error."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dask scheduler exited {proc.returncode} before writing {path}")
+        try:
+            return json.loads(path.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} held no scheduler address within {timeout_s} s")
+        time.sleep(0.1)
+
+
 def _listening(path: Path) -> bool:
     """True if something accepts connections on the Unix socket at path. A
     daemon killed without cleanup leaves its socket file behind."""
@@ -81,8 +98,7 @@ class DaskCluster:
             ["dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
              "--dashboard-address", ":0", "--scheduler-file", str(sched_file)],
             stdout=open(self.tmp / "scheduler.log", "w"), stderr=subprocess.STDOUT, env=env)
-        _wait_for(sched_file)
-        self.address = json.loads(sched_file.read_text())["address"]
+        self.address = _scheduler_address(sched_file, self.procs["scheduler"])
         for i in range(self.n):
             self.procs[f"w{i}"] = subprocess.Popen(
                 ["dask", "worker", self.address, "--name", f"w{i}", "--nthreads", "1",

@@ -35,20 +35,6 @@ def short_run(name: str, tmp_path_factory) -> Path:
     return _runs[name]
 
 
-# Companion scenarios documented in another scenario's README.
-README_OF = {"cloud-mysql-incident-fio": "cloud-mysql-incident",
-             "cloud-mysql-incident-flusher": "cloud-mysql-incident",
-             "hdd-sorting-nr-requests": "hdd-ncq-vs-sorting"}
-
-
-def test_every_scenario_has_a_readme_and_a_short_form():
-    for name in SCENARIOS:
-        text = (REPO / "scenarios" / f"{name}.toml").read_text()
-        assert "\n[short]" in text, name
-        assert 'mode = "deterministic"' in text, name
-        assert (REPO / "scenarios" / f"{README_OF.get(name, name)}.md").exists(), name
-
-
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in RUN_ELSEWHERE])
 def test_short_form_expectations_hold(name, built, tmp_path_factory):
     run = short_run(name, tmp_path_factory)
