@@ -87,7 +87,8 @@ core_drivers="virtio_pci:VIRTIO_PCI virtio_console:VIRTIO_CONSOLE
 # the flavour with the kind.
 kind_drivers="nvme=nvme:BLK_DEV_NVME
     ide-hd=ata_piix:ATA_PIIX,sd_mod:BLK_DEV_SD
-    ahci-hd=ahci:SATA_AHCI,sd_mod:BLK_DEV_SD"
+    ahci-hd=ahci:SATA_AHCI,sd_mod:BLK_DEV_SD
+    virtio-blk=virtio_blk:VIRTIO_BLK"
 # Programs of the build root copied with their shared libraries.
 root_programs="/usr/bin/fio /usr/sbin/blktrace /usr/bin/blkparse /usr/bin/btt"
 
@@ -125,7 +126,7 @@ if [ -f "$dest/image.json" ]; then
 fi
 
 echo "image: building $kernel-$hash"
-fetch_pinned kernels.lock "$kpkg $kver_pkg $ksum"
+fetch_pinned guest-images/kernels.lock "$kpkg $kver_pkg $ksum"
 kdeb=$(compgen -G "$debs/${kpkg}_${kver_pkg//:/%3a}_*.deb" | head -n1)
 build_blkgen
 ensure_root

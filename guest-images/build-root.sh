@@ -48,7 +48,7 @@ ensure_root() {
     while read -r p v sum; do
         entries+=("$p $v $sum")
     done < <(lock_entries "$userland_lock")
-    fetch_pinned userland.lock "${entries[@]}"
+    fetch_pinned guest-images/userland.lock "${entries[@]}"
 
     echo "image: making the build root $key ($root_release, ${#entries[@]} pinned packages)" >&2
     rm -rf "$cache/guest-root/.build-"*
@@ -96,9 +96,11 @@ ensure_root() {
 }
 
 # blkgen_files: the repository files the root's blkgen build reads,
-# relative to the repository, sorted (unit tests are built but not used).
+# relative to the repository, sorted. Unit tests are neither copied nor
+# built, so a change to a test leaves every image key as it was.
 blkgen_files() {
-    (cd "$repo" && { echo CMakeLists.txt; find workload -type f ! -path 'workload/bench/*'; } |
+    (cd "$repo" && { echo CMakeLists.txt;
+                     find workload -type f ! -path 'workload/bench/*' ! -name '*_test.cc'; } |
      LC_ALL=C sort)
 }
 
@@ -136,7 +138,7 @@ build_blkgen() {
     done < <(blkgen_files)
     # The top-level CMakeLists.txt builds only what is there: workload/.
     if ! { inroot "$build_root" cmake -S /blklab/src -B /blklab/build -G Ninja \
-               -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+               -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF &&
            inroot "$build_root" ninja -C /blklab/build -j "${BLKLAB_JOBS:-$(nproc)}" blkgen
          } >"$src/build.log" 2>&1; then
         tail -n 30 "$src/build.log" >&2

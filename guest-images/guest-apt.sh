@@ -72,11 +72,11 @@ deb_path() {
     printf '%s/%s_%s_%s.deb' "$debs" "$1" "${2//:/%3a}" "${3:-amd64}"
 }
 
-# fetch_pinned LOCK_NAME ENTRY...: makes sure the package cache holds each
+# fetch_pinned LOCK ENTRY...: makes sure the package cache holds each
 # ENTRY ("package version sha256"), downloading the missing ones by exact
 # version, and checks every file against its pinned SHA-256. A version the
 # archive no longer has stops the build, naming it, the lock and the ways
-# out. LOCK_NAME is the lock file's name, for messages.
+# out. LOCK is the lock file's path from the repository root, for messages.
 fetch_pinned() {
     local lock=$1 e p v sum f missing=() gone=() out arch
     shift
@@ -108,16 +108,16 @@ fetch_pinned() {
                 return
             fi
             {
-                echo "build-image.sh: the Debian archive cannot serve these versions pinned in"
-                echo "  guest-images/$lock:"
+                echo "blklab: the Debian archive cannot serve these versions pinned in"
+                echo "  $lock:"
                 printf '    %s\n' "${gone[@]}"
                 echo "  (apt finds none of them, with archive indices fetched just now)."
                 echo "  Ways out:"
                 echo "  - bring the image from a machine that has it: there"
                 echo "    'blklab image export FILE', here 'blklab image import FILE'"
                 echo "    (the same commit then uses it without the archive);"
-                echo "  - pin versions the archive has: guest-images/pin.sh rewrites"
-                echo "    guest-images/$lock (a new pin changes the image's key and its bytes)."
+                echo "  - pin versions the archive has in $lock (guest-images/pin.sh"
+                echo "    rewrites the guest's locks; a new pin changes the keys of what it builds)."
             } >&2
             exit 1
         fi
@@ -127,6 +127,6 @@ fetch_pinned() {
         f=$(compgen -G "$debs/${p}_${v//:/%3a}_*.deb" | head -n1)
         arch=$(sha256sum <"$f" | cut -d' ' -f1)
         [[ $arch == "$sum" ]] ||
-            die "$f has SHA-256 $arch, but guest-images/$lock pins $p $v as $sum"
+            die "$f has SHA-256 $arch, but $lock pins $p $v as $sum"
     done
 }

@@ -26,7 +26,7 @@ printf '\n|---|---|'
 printf -- '---|%.0s' "${symbols[@]}"
 printf '\n'
 while read -r series flavour pkg version sum; do
-    fetch_pinned kernels.lock "$pkg $version $sum"
+    fetch_pinned guest-images/kernels.lock "$pkg $version $sum"
     deb=$(compgen -G "$debs/${pkg}_${version//:/%3a}_*.deb" | head -n1)
     config=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards './boot/config-*')
     printf '| `%s-%s` | %s |' "$series" "$flavour" "$version"

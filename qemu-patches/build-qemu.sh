@@ -3,8 +3,9 @@
 # 10.0 source package plus the patches in qemu-patches/series, caches the result
 # in ${BLKLAB_CACHE:-~/.cache/blklab}/qemu/<key>/ and points build/qemu at it.
 # <key> hashes the source and firmware versions, the series, this script, the
-# variant and the libdevmodel sources QEMU links; a cached entry is reused
-# without network access.
+# variant, the libdevmodel sources QEMU links and the headers they compile
+# against (scripts/host-headers.lock); a cached entry is reused without
+# network access.
 #
 # Every input is pinned by exact version (qemu_pin, meson_pin,
 # firmware_pins below), so Debian 12 and Debian 13 hosts build the same
@@ -13,7 +14,7 @@
 # changes; scripts/debian-apt.sh).
 #
 # With BLKLAB_QEMU_SANITIZE=1 it builds the sanitizer variant instead: QEMU
-# configured with --enable-sanitizers (AddressSanitizer and
+# configured with --enable-asan and --enable-ubsan (AddressSanitizer and
 # UndefinedBehaviorSanitizer) and line tables, libdevmodel built with
 # -fsanitize=address,undefined, cached in ${BLKLAB_CACHE}/qemu-asan/<key>/
 # (its own key and lock) and linked as build/qemu-asan; build/qemu is not
@@ -102,6 +103,7 @@ build_targets=(
     tests/qtest/ahci-test
     tests/qtest/blklab-nvme-test
     tests/qtest/blklab-ide-test
+    tests/qtest/blklab-virtio-blk-test
     tests/qtest/x86-cmpxchg-flags-test
 )
 # libdevmodel (blklab's device timing models) is built with the repository's
@@ -281,6 +283,7 @@ compute_key() {
             printf 'qemu %s\nseries %s\nvariant %s\n' "$qemu_version" \
                 "$series_sha256" "$variant"
             printf 'devmodel %s\n' "$devmodel_sha256"
+            printf 'headers %s\n' "$(sha256sum <"$repo_root/scripts/host-headers.lock" | cut -d' ' -f1)"
             firmware_list
             cat "$self"
         } | sha256sum | cut -c1-16)
@@ -467,7 +470,7 @@ build_entry() {
     install -m 0755 "$bld/qemu-system-x86_64" "$bld/qemu-img" "$stage/bin/"
     install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
         "$bld/tests/qtest/ahci-test" "$bld/tests/qtest/blklab-nvme-test" \
-        "$bld/tests/qtest/blklab-ide-test" \
+        "$bld/tests/qtest/blklab-ide-test" "$bld/tests/qtest/blklab-virtio-blk-test" \
         "$bld/tests/qtest/x86-cmpxchg-flags-test" "$stage/qtest/"
     for r in "${option_roms[@]}"; do
         install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
@@ -496,11 +499,14 @@ check_sanitized() {
 # Builds libdevmodel from the repository into the staging prefix $2
 # (include/devmodel/*.h, lib/libdevmodel.a), using $1 as the CMake build dir.
 build_devmodel() {
-    local cbld=$1 prefix=$2
+    local cbld=$1 prefix=$2 headers
     local flags=("${devmodel_cmake_flags[@]}")
     [[ $variant != sanitize ]] || flags=("${sanitize_devmodel_cmake_flags[@]}")
     log "building libdevmodel ($variant, static, -fPIC) into $prefix"
-    run_logged cmake -S "$repo_root" -B "$cbld" -G Ninja "${flags[@]}"
+    headers=$("$repo_root/scripts/pinned-headers.sh") ||
+        die "cannot unpack the headers pinned in scripts/host-headers.lock"
+    run_logged cmake -S "$repo_root" -B "$cbld" -G Ninja "${flags[@]}" \
+        "-DCMAKE_PREFIX_PATH=$headers"
     run_logged cmake --build "$cbld" -j "$jobs" --target devmodel
     mkdir -p "$prefix/lib" "$prefix/include"
     install -m 0644 "$(find "$cbld" -name libdevmodel.a -print -quit)" "$prefix/lib/"

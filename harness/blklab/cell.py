@@ -72,6 +72,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
     device: dict[str, Any] = {"name": d.name, "kind": d.kind, "backing": d.backing,
                               "size_bytes": d.size_bytes, "rotation_rate": d.rotation_rate,
                               "mqes": d.mqes, "ncq_depth": d.ncq_depth}
+    if d.kind == "virtio-blk":
+        device |= {"num_queues": d.num_queues, "queue_depth": d.queue_depth}
     if d.profile is not None:
         device["profile"] = {"name": d.profile.name, "sha256": d.profile.sha256,
                              "seed": devmodel_seed(cell)}

@@ -1,7 +1,7 @@
 """Evaluating a scenario's [[expect]] entries against a run's cells.
 
 Each selector picks one group of cells (same device, scheduler and
-tunables); within it, a seed's value is the median of the metric over that
+tunables; an expectation's right side may name another device); within it, a seed's value is the median of the metric over that
 seed's repeats. An expectation is decided on every seed: it holds only if
 it holds on each one, unless it says quorum = "median" (then it is decided
 once, on the median over the seeds of each side's value). An expectation
@@ -106,7 +106,8 @@ class Outcome:
 
 def _matches(cell: dict[str, Any], device: str, sel: Selector) -> bool:
     req = cell["request"]
-    return req["device"]["name"] == device and sel.picks(req["scheduler"], req["tunables"])
+    return (req["device"]["name"] == (sel.device or device)
+            and sel.picks(req["scheduler"], req["tunables"]))
 
 
 def _per_seed(cells: list[dict[str, Any]], device: str, sel: Selector, exp: Expectation
@@ -144,7 +145,7 @@ def _per_seed(cells: list[dict[str, Any]], device: str, sel: Selector, exp: Expe
 
 
 def _describe(sel: Selector) -> str:
-    parts = []
+    parts = [f"device {sel.device}"] if sel.device else []
     if sel.scheduler:
         parts.append(sel.scheduler)
     if sel.job:

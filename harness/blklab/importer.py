@@ -179,10 +179,7 @@ def import_capture(path: Path, device: str | None = None) -> ImportResult:
     if name.startswith("nvme"):
         kind = "nvme"
     elif name.startswith("vd") or driver == "virtio_blk":
-        kind = "nvme"
-        unmapped.append(f"device {name} is virtio-blk; blklab has no virtio-blk front end yet, "
-                        "so the skeleton uses nvme (same device model, a different driver "
-                        "and queue layout in the guest)")
+        kind = "virtio-blk"
     elif name.startswith(("sd", "hd")):
         kind = "ahci-hd"
     elif name.startswith("xvd"):

@@ -26,7 +26,7 @@ from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
-DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd")
+DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd", "virtio-blk")
 BACKINGS = ("null", "file")
 MODES = ("deterministic", "realtime")
 DEFAULT_MODE = "deterministic"
@@ -48,6 +48,10 @@ MAX_MEMORY_MIB = 64 * 1024
 MAX_REPEATS = 1000
 MAX_SIZE_GIB = 64 * 1024
 MAX_DEVICE_SEED = 2**64 - 1
+# QEMU's virtio-blk: at most VIRTIO_QUEUE_MAX (1024) virtqueues, each a
+# ring of VIRTQUEUE_MAX_SIZE (1024) entries (hw/virtio/virtio.c).
+VIRTIO_BLK_MAX_QUEUES = 1024
+VIRTIO_BLK_RING_ENTRIES = 1024
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 
 
@@ -67,6 +71,13 @@ class Device:
     # This device's own [queue] attributes ([device.queue]): each replaces
     # the scenario's [queue] axis of that name for this device's cells.
     queue_axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # virtio-blk: its virtqueues (None: QEMU's default, one per vCPU) and
+    # the queue depth the guest's driver uses (virtio_blk.queue_depth; None:
+    # the driver's default, the ring's size). QEMU 10.0.13 gives every ring
+    # 1024 entries whatever its queue-size property says (virtio_add_queue),
+    # so the depth is the guest's to choose, as on a real cloud VM.
+    num_queues: int | None = None
+    queue_depth: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,11 +158,13 @@ class Cell:
 
 @dataclass(frozen=True)
 class Selector:
-    """Picks one group of cells: a scheduler, a job, tunable values."""
+    """Picks one group of cells: a scheduler, a job, tunable values; for an
+    expectation's right side also a device (None: the expectation's)."""
 
     scheduler: str | None = None
     job: str | None = None
     tunables: tuple[tuple[str, str], ...] = ()
+    device: str | None = None
 
     def picks(self, scheduler: str, tunables: dict[str, str]) -> bool:
         """Whether a cell run under `scheduler` with `tunables` (path under
@@ -424,7 +437,7 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
         profile = _parse_profile(r, path, check_profiles)
         size = _parse_size_gib(r, profile)
         rotation = r.integer("rotation_rate", None, 1, 65534)
-        if rotation is not None and kind == "nvme":
+        if rotation is not None and kind not in ("ide-hd", "ahci-hd"):
             raise r.error("rotation_rate", "applies to ide-hd and ahci-hd devices only")
         seed = r.integer("seed", None, 0, MAX_DEVICE_SEED)
         if seed is not None and profile is None:
@@ -435,6 +448,16 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
         ncq_depth = r.integer("ncq_depth", None, 1, 32)
         if ncq_depth is not None and kind != "ahci-hd":
             raise r.error("ncq_depth", "applies to ahci-hd devices only (PIIX IDE has no NCQ)")
+        num_queues = r.integer("num_queues", None, 1, VIRTIO_BLK_MAX_QUEUES)
+        if num_queues is not None and kind != "virtio-blk":
+            raise r.error("num_queues", "applies to virtio-blk devices only")
+        queue_depth = r.integer("queue_depth", None, 1, VIRTIO_BLK_RING_ENTRIES)
+        if queue_depth is not None and kind != "virtio-blk":
+            raise r.error("queue_depth", "applies to virtio-blk devices only (nvme: mqes)")
+        if "queue_size" in table:
+            raise r.error("queue_size", "QEMU 10.0.13 gives every virtqueue 1024 entries "
+                          "whatever its queue-size says; set the depth the guest uses "
+                          "with queue_depth")
         q = _Reader(path, _table(path, table, "queue", f"device[{i}].queue"),
                     f"device[{i}].queue")
         r.used.add("queue")
@@ -443,7 +466,7 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
             raise q.error("scheduler", "choose schedulers with scenario.schedulers")
         r.finish()
         devices.append(Device(name, kind, backing, size, rotation, profile, seed, mqes,
-                              ncq_depth, queue_axes))
+                              ncq_depth, queue_axes, num_queues, queue_depth))
     names = [d.name for d in devices]
     for n in names:
         if names.count(n) > 1:
@@ -633,9 +656,21 @@ EXPECT_OPS = ("<", "<=", ">", ">=")
 DIRECTIONS = ("read", "write", "trim")
 
 
-def _parse_selector(r: _Reader, name: str, jobs: list[Job], schedulers: list[str]) -> Selector:
+def _parse_selector(r: _Reader, name: str, jobs: list[Job], schedulers: list[str],
+                    devices: list[Device], expect_device: str | None) -> Selector:
     table = r.get(name, dict, required=True)
     sr = _Reader(r.path, table, r.key(name))
+    device = sr.get("device", str)
+    if device is not None:
+        if name != "right":
+            raise sr.error("device", "only right names a device; the expectation's own "
+                           "device key picks left's")
+        if expect_device is None:
+            raise sr.error("device", "compares two devices, so the expectation needs "
+                           "device = \"...\" for its left side")
+        if device not in [d.name for d in devices]:
+            raise sr.error("device", f"no [[device]] is named '{device}' "
+                           f"(devices: {', '.join(d.name for d in devices)})")
     sched = sr.get("scheduler", str)
     if sched is not None and sched not in schedulers:
         raise sr.error("scheduler", f"'{sched}' is not in scenario.schedulers "
@@ -652,7 +687,7 @@ def _parse_selector(r: _Reader, name: str, jobs: list[Job], schedulers: list[str
                                 "must be an integer or a string")
         pairs.append((k, str(v)))
     sr.finish()
-    return Selector(sched, job, tuple(pairs))
+    return Selector(sched, job, tuple(pairs), device)
 
 
 def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
@@ -670,8 +705,9 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
         if device is not None and device not in [d.name for d in devices]:
             raise r.error("device", f"no [[device]] is named '{device}' "
                           f"(devices: {', '.join(d.name for d in devices)})")
-        left = _parse_selector(r, "left", jobs, schedulers)
-        right = _parse_selector(r, "right", jobs, schedulers) if "right" in table else None
+        left = _parse_selector(r, "left", jobs, schedulers, devices, device)
+        right = (_parse_selector(r, "right", jobs, schedulers, devices, device)
+                 if "right" in table else None)
         op = r.choice("op", EXPECT_OPS)
         factor = r.get("factor", (int, float), 1.0)
         if factor <= 0:

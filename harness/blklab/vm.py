@@ -34,7 +34,7 @@ RESULTS_PORT = "org.blklab.results"
 # Fixed PCI slots, so that the guest sees the same topology whichever
 # backend starts QEMU (libvirt places its own devices from slot 2 up).
 PCI_SLOT_RESULTS = 3  # virtio-serial-pci carrying the results port
-PCI_SLOT_DISK = 4  # nvme, or ich9-ahci for ahci-hd
+PCI_SLOT_DISK = 4  # nvme, virtio-blk-pci, or ich9-ahci for ahci-hd
 # Fixed RTC start for deterministic mode: the guest never sees the host date.
 DETERMINISTIC_RTC_BASE = "2020-01-01T00:00:00"
 DETERMINISTIC_RTC_BASE_EPOCH = 1577836800  # the same instant, in seconds since 1970 (UTC)
@@ -92,6 +92,11 @@ class VMConfig:
         # ktime_get) a port read trapped by QEMU instead of a vDSO rdtsc.
         parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off",
                  "tsc=reliable"]
+        d = self.device
+        if d is not None and d.kind == "virtio-blk" and d.queue_depth is not None:
+            # The guest driver's tag depth (drivers/block/virtio_blk.c,
+            # module parameter queue_depth; default: the ring's size).
+            parts.append(f"virtio_blk.queue_depth={d.queue_depth}")
         if self.extra_append:
             parts.append(self.extra_append)
         return " ".join(parts)
@@ -145,6 +150,12 @@ class VMConfig:
         if d.kind == "nvme":
             front = ["-device",
                      f"nvme,id={DISK_ID},drive=disk0,addr={PCI_SLOT_DISK:#x},{serial}{extra}"]
+        elif d.kind == "virtio-blk":
+            # ioeventfd=off: the guest's notify is handled in its MMIO
+            # write, at a virtual instant (QEMU refuses a model without it).
+            front = ["-device",
+                     f"virtio-blk-pci,id={DISK_ID},drive=disk0,addr={PCI_SLOT_DISK:#x},"
+                     f"ioeventfd=off,{serial}{extra}"]
         else:
             props = f"ide-hd,id={DISK_ID},drive=disk0,{serial}{extra}"
             if d.kind == "ide-hd":
@@ -172,7 +183,7 @@ class VMConfig:
                 props += [("logical_block_size", "unsigned", size),
                           ("physical_block_size", "unsigned", size)]
         rotation = d.rotation_rate
-        if rotation is None and d.profile is not None and d.kind != "nvme":
+        if rotation is None and d.profile is not None and d.kind in ("ide-hd", "ahci-hd"):
             rotation = d.profile.rotation_rate
         if rotation is not None:
             props.append(("rotation_rate", "unsigned", str(rotation)))
@@ -180,6 +191,8 @@ class VMConfig:
             props.append(("mqes", "unsigned", str(d.mqes)))
         if d.ncq_depth is not None:
             props.append(("ncq-depth", "unsigned", str(d.ncq_depth)))
+        if d.num_queues is not None:
+            props.append(("num-queues", "unsigned", str(d.num_queues)))
         return props
 
 

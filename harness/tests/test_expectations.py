@@ -92,6 +92,22 @@ ratio = [15, 25]
     assert nvme.status == "ERROR" and "no read clat_p99_ns" in nvme.detail
 
 
+def test_right_may_name_another_device(tmp_path):
+    s = load(tmp_path, """
+[[expect]]
+what = "the HDD's read p99 is under a fiftieth of the NVMe's"
+metric = "clat_p99_ns"
+device = "hdd0"
+left = {scheduler = "none", job = "reader"}
+op = "<"
+factor = 0.02
+right = {device = "nvme0", scheduler = "none", job = "reader"}
+""")
+    (o,) = expectations.evaluate(s, CELLS)
+    assert o.device == "hdd0" and o.left == 10.0 and o.right == 1000.0
+    assert o.status == "PASS" and "device nvme0 none job reader" in o.detail
+
+
 def test_bounds_ambiguity_and_failed_cells(tmp_path):
     s = load(tmp_path, """
 [[expect]]
@@ -140,6 +156,12 @@ above = 1
     ('metric = "iops"\nleft = {}\nbelow = 1', "expect[0].what", "is required"),
     ('what = "x"\nmetric = "iops"\nleft = {colour = 1}\nbelow = 1', "expect[0].left.colour",
      "unknown key"),
+    ('what = "x"\nmetric = "iops"\ndevice = "hdd0"\nleft = {device = "nvme0"}\nbelow = 1',
+     "expect[0].left.device", "only right names a device"),
+    ('what = "x"\nmetric = "iops"\nleft = {}\nright = {device = "nvme0"}\nratio = [1, 2]',
+     "expect[0].right.device", "needs device"),
+    ('what = "x"\nmetric = "iops"\ndevice = "hdd0"\nleft = {}\nright = {device = "sdz"}\n'
+     'ratio = [1, 2]', "expect[0].right.device", "no [[device]] is named 'sdz'"),
 ])
 def test_bad_expectations(tmp_path, expect, key, words):
     with pytest.raises(ScenarioError) as e:

@@ -68,6 +68,19 @@ def test_nvme_queue_size(tmp_path):
     assert d.profile is None and "devmodel" not in " ".join(cfg.cmdline())
 
 
+def test_virtio_blk_queues_and_model(tmp_path):
+    d = load(tmp_path, 'kind = "virtio-blk"\nprofile = "aws-gp3-100g"\n'
+             'num_queues = 2\nqueue_depth = 32\n').devices[0]
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk", profile_path=tmp_path / "p.toml")
+    line = " ".join(cfg.cmdline())
+    assert "-device virtio-blk-pci,id=" in line and ",ioeventfd=off," in line
+    props = dict((n, v) for n, _, v in cfg.device_properties())
+    assert props["num-queues"] == "2" and "queue-size" not in props
+    assert "virtio_blk.queue_depth=32" in cfg.kernel_append()
+    assert "rotation_rate" not in props and "devmodel-profile" in props
+
+
 def test_profile_path_relative_to_the_scenario(tmp_path):
     (tmp_path / "mine.toml").write_text(
         (scenario.PROFILE_DIR / "zero-latency.toml").read_text())
@@ -102,6 +115,11 @@ def test_profile_that_does_not_load_names_its_file_and_key(tmp_path):
     ('kind = "nvme"\nmqes = 0\n', "mqes", "must be between 1 and 65535, got 0"),
     ('kind = "ide-hd"\nncq_depth = 4\n', "ncq_depth", "applies to ahci-hd devices only"),
     ('kind = "ahci-hd"\nncq_depth = 33\n', "ncq_depth", "must be between 1 and 32, got 33"),
+    ('kind = "virtio-blk"\nnum_queues = 0\n', "num_queues", "must be between 1 and 1024, got 0"),
+    ('kind = "virtio-blk"\nqueue_depth = 2000\n', "queue_depth",
+     "must be between 1 and 1024, got 2000"),
+    ('kind = "ahci-hd"\nqueue_depth = 64\n', "queue_depth", "applies to virtio-blk devices only"),
+    ('kind = "virtio-blk"\nqueue_size = 64\n', "queue_size", "gives every virtqueue 1024"),
     ('kind = "nvme"\nprofile = "../x y"\n', "profile", "cannot read"),
     ('kind = "nvme"\nprofile = 5\n', "profile", "must be a string, not an integer"),
 ])

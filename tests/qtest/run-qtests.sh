@@ -3,12 +3,14 @@
 # qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
 # on q35), the nvme and virtio-serial-pci paths of qos-test (pc),
 # blklab-nvme-test (NVMe completions at the device model's deadline),
-# blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines)
-# and x86-cmpxchg-flags-test (the flags CMPXCHG16B/8B keep under TCG, with and
+# blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines),
+# the virtio-blk-pci path of qos-test, blklab-virtio-blk-test (virtio-blk
+# completions at the model's deadline) and x86-cmpxchg-flags-test (the flags CMPXCHG16B/8B keep under TCG, with and
 # without icount).
 #
 # Usage: tests/qtest/run-qtests.sh [SUITE...]
-#   SUITE: ide ahci nvme virtio-serial blklab-nvme blklab-ide x86-cmpxchg
+#   SUITE: ide ahci nvme virtio-serial virtio-blk blklab-nvme blklab-ide
+#   blklab-virtio-blk x86-cmpxchg
 #   (default: all).
 #   Prints one line per suite with its time and exits non-zero if any suite
 #   fails, runs no test, or its log holds a sanitizer report.
@@ -66,17 +68,21 @@ suite_cmd() {
         ahci) cmd=("$qemu_dir/qtest/ahci-test") ;;
         nvme) qos_cmd "$qos_bus/nvme" ;;
         virtio-serial) qos_cmd "$qos_bus/virtio-serial-pci" ;;
+        virtio-blk) qos_cmd "$qos_bus/virtio-blk-pci" ;;
         blklab-nvme) cmd=("$qemu_dir/qtest/blklab-nvme-test") ;;
         blklab-ide) cmd=("$qemu_dir/qtest/blklab-ide-test") ;;
+        blklab-virtio-blk) cmd=("$qemu_dir/qtest/blklab-virtio-blk-test") ;;
         x86-cmpxchg) cmd=("$qemu_dir/qtest/x86-cmpxchg-flags-test") ;;
     esac
 }
 
 suites=("$@")
-[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial blklab-nvme blklab-ide x86-cmpxchg)
+[[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial virtio-blk blklab-nvme blklab-ide
+                                      blklab-virtio-blk x86-cmpxchg)
 for s in "${suites[@]}"; do
     case $s in
-        ide | ahci | nvme | virtio-serial | blklab-nvme | blklab-ide | x86-cmpxchg) ;;
+        ide | ahci | nvme | virtio-serial | virtio-blk | blklab-nvme | blklab-ide | \
+            blklab-virtio-blk | x86-cmpxchg) ;;
         *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
     esac
 done

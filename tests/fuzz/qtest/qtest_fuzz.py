@@ -19,7 +19,7 @@ report, exits on its own, or does not answer a qtest command in --timeout s.
                                        a hang, a busy process, and runs are
                                        reproducible
 
-FAMILY: nvme, ahci, ide. Output: build/fuzz/qtest/<family>/ (crash-*.bin,
+FAMILY: nvme, ahci, ide, virtio-blk. Output: build/fuzz/qtest/<family>/ (crash-*.bin,
 crash-*.txt with the verdict, QEMU's stderr and the minimised operations;
 corpus/ with inputs that reached new trace-event pairs).
 QEMU: --qemu, or $BLKLAB_QEMU_DIR/bin/qemu-system-x86_64 (default
@@ -41,11 +41,12 @@ from blkfuzz import fuzzinput, runner           # noqa: E402
 from blkfuzz.ahci import Ahci                    # noqa: E402
 from blkfuzz.ide import Ide                      # noqa: E402
 from blkfuzz.nvme import Nvme                    # noqa: E402
+from blkfuzz.virtio_blk import VirtioBlk         # noqa: E402
 from blkfuzz.qtest import BUSY_SHARE, QemuGone, QTestVM, cpu_share  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide}
+FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
 
 

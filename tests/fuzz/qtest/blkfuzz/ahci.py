@@ -157,11 +157,7 @@ class Ahci(Family):
         self.init_hba(vm, self.header.raw[11])
         vm.clock_step(0)
 
-    def finish(self, vm):
-        for _ in range(8):
-            vm.clock_step()
-        vm.clock_step(2_000_000_000)
-        self.op_reap(vm, None)
+    def alive_read(self, vm):
         vm.readl(self.abar + GHC)
 
     # -- building commands --

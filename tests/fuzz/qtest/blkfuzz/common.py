@@ -116,6 +116,16 @@ class PciDev:
         port = 0xCFC + (reg & 3)
         {1: self.vm.outb, 2: self.vm.outw, 4: self.vm.outl}[size](port, v)
 
+    def command(self, what, decode):
+        """PCI command register changes a driver makes: `what` 0 turns bus
+        mastering off, 1 back on, 2 turns decoding off too; `decode` is the
+        decode bits the function uses (I/O 1, memory 2). A description, or
+        None for another `what`."""
+        if what > 2:
+            return None
+        self.write(0x04, [decode, decode | 4, 0][what], 2)
+        return ["bus master off", "bus master on", "decode off"][what]
+
     def find_cap(self, cap_id):
         """Offset of the first capability `cap_id`, or None."""
         if not self.read(0x06, 2) & 0x10:
@@ -142,7 +152,8 @@ class PciDev:
 class Family:
     """A device family under fuzz. Subclasses set NAME and OPS (op name ->
     weight) and define qemu_args(), setup(vm), one method op_<name>(vm, args)
-    per op returning a short description, and finish(vm)."""
+    per op returning a short description, op_reap(vm, args) among them, and
+    alive_read(vm), a register read that finish() ends with."""
 
     NAME = ""
     OPS = {}
@@ -151,6 +162,16 @@ class Family:
         self.header = Header(header_bytes)
         self.table = weighted_table(self.OPS)
         self.bars = []              # (base, size) of the device's MMIO BARs
+
+    def finish(self, vm):
+        """Lets everything the model holds complete (the next timers, then
+        2 s of virtual time), reaps it, then checks QEMU still answers a
+        register read (alive_read)."""
+        for _ in range(8):
+            vm.clock_step()
+        vm.clock_step(2_000_000_000)
+        self.op_reap(vm, None)
+        self.alive_read(vm)
 
     def execute(self, vm, record):
         op = self.table[record[0]]

@@ -132,11 +132,7 @@ class Ide(Family):
             self.select(vm, ch, 0)
         vm.clock_step(0)
 
-    def finish(self, vm):
-        for _ in range(8):
-            vm.clock_step()
-        vm.clock_step(2_000_000_000)
-        self.op_reap(vm, None)
+    def alive_read(self, vm):
         vm.inb(self.port(0, REG_COMMAND))
 
     # -- arguments --
@@ -349,15 +345,9 @@ class Ide(Family):
 
     def op_pci(self, vm, a):
         what, raw = a.u8() % 5, a.u32()
-        if what == 0:
-            self.pci.write(0x04, 0x0001, 2)
-            return "bus master off"
-        if what == 1:
-            self.pci.write(0x04, 0x0005, 2)
-            return "bus master on"
-        if what == 2:
-            self.pci.write(0x04, 0x0000, 2)
-            return "decode off"
+        done = self.pci.command(what, 1)
+        if done:
+            return done
         if what == 3:
             reg = raw % 256 & ~3
             if reg != 0x20:
