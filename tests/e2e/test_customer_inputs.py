@@ -111,8 +111,9 @@ def test_capture_script_in_a_guest_imports_back_its_settings(built, tmp_path):
 
 def test_the_customers_command_runs_in_blkgen_too(built, tmp_path):
     """scenarios/cloud-mysql-incident-as-run.toml runs the customer's fio
-    command under fio (its short form is in test_scenarios.py). The same
-    command under blkgen, the same file with workload = "blkgen": it is
+    command under fio on NVMe and on virtio-blk (its short form is in
+    test_scenarios.py). The same command under blkgen, the same file with
+    workload = "blkgen", on both front ends: it is
     psync, so blkgen caps the depth at 1 and says so, and the expectations,
     which come from the volume's model and not from fio, hold as they do
     for fio."""
@@ -124,7 +125,7 @@ def test_the_customers_command_runs_in_blkgen_too(built, tmp_path):
     proc = run_blklab("run", "--short", "--jobs", "2", "--no-report", "--out", str(out), str(s))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells = cells_of(out)
-    assert set(cells) == {f"{d}.{sc}.r0" for d in ("gp3", "gp2-exhausted")
+    assert set(cells) == {f"{d}.{sc}.r0" for d in ("gp3", "gp2-exhausted", "gp3-vda")
                           for sc in ("none", "mq-deadline")}
     for cid, cell in cells.items():
         assert cell["status"] == "ok", (cid, cell.get("error"))
