@@ -3,10 +3,10 @@ model end to end: the guest's virtio_blk driver on QEMU's virtio-blk-pci
 with devmodel-profile (qemu-patches/0025), deterministic on the same terms
 as NVMe.
 
-One scenario, run twice: the same gp3 cloud volume as virtio-blk with
-QEMU's default queues (one per vCPU), as virtio-blk with one queue that the
-guest's driver uses 64 deep, and as NVMe; a synchronous 4 KiB random read
-(the cloud-mysql customer's command, psync) under none. Checked:
+The gp3 cloud volume as virtio-blk with QEMU's default queues (one per
+vCPU), and as virtio-blk with one queue that the guest's driver uses 64
+deep; a synchronous 4 KiB random read (the cloud-mysql customer's command,
+psync) under none; the first device once more to compare bytes. Checked:
 - the guest drives /dev/vda with the queues asked for, and picks its
   default scheduler by them (block/elevator.c elevator_get_default: none
   for a device with several hardware queues, mq-deadline for one);
@@ -17,24 +17,25 @@ guest's driver uses 64 deep, and as NVMe; a synchronous 4 KiB random read
   device offers indirect descriptors), or virtio_blk.queue_depth;
 - every request was timed by the model and completed at its deadline
   (devmodel-counters: nothing rejected, nothing host-timed);
-- the same volume gives virtio-blk and NVMe the same latency within the
-  drivers' small difference in cost, since the model is the same;
 - the second run gives the same bytes.
-The fio peer on virtio-blk runs in the scenarios' short forms
-(cloud-mysql-incident-as-run, test_scenarios.py)."""
+The same volume on virtio-blk and on NVMe (means within 2%), and fio on
+virtio-blk, are expectations of cloud-mysql-incident-as-run, whose short
+form test_scenarios.py runs and checks."""
 
 import pytest
 
 from conftest import cells_of, run_blklab
 from blklab import diverge
 
-DEVICES = """
+VDA = """
 [[device]]
 name = "vda"
 kind = "virtio-blk"
 backing = "null"
 profile = "aws-gp3-100g"
+"""
 
+VDA1Q = """
 [[device]]
 name = "vda1q"
 kind = "virtio-blk"
@@ -42,12 +43,6 @@ backing = "null"
 profile = "aws-gp3-100g"
 num_queues = 1
 queue_depth = 64
-
-[[device]]
-name = "nvme"
-kind = "nvme"
-backing = "null"
-profile = "aws-gp3-100g"
 """
 
 JOB = """
@@ -62,14 +57,18 @@ time_based = true
 """
 
 
+HEAD = ('[scenario]\nname = "vblk"\nschedulers = ["none"]\nmode = "deterministic"\n'
+        'timeout_s = 900\n[guest]\nvcpus = 2\nmemory_mib = 512\n')
+
+
 @pytest.fixture(scope="module")
 def twice(built, tmp_path_factory):
+    """Both devices, then the first alone: its cell must come out the same."""
     tmp = tmp_path_factory.mktemp("vblk")
-    s = tmp / "vblk.toml"
-    s.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
-                 'timeout_s = 900\n[guest]\nvcpus = 2\nmemory_mib = 512\n' + DEVICES + JOB)
     runs = []
-    for name in ("a", "b"):
+    for name, devices in (("a", VDA + VDA1Q), ("b", VDA)):
+        s = tmp / f"{name}.toml"
+        s.write_text(HEAD + devices + JOB)
         out = tmp / name
         proc = run_blklab("run", str(s), "--jobs", "2", "--no-report", "--out", str(out))
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -79,7 +78,7 @@ def twice(built, tmp_path_factory):
 
 def test_the_guest_drives_vda_with_the_queues_asked(twice):
     (_, cells), _ = twice
-    assert sorted(cells) == ["nvme.none.r0", "vda.none.r0", "vda1q.none.r0"]
+    assert sorted(cells) == ["vda.none.r0", "vda1q.none.r0"]
     for cid in ("vda.none.r0", "vda1q.none.r0"):
         assert cells[cid]["status"] == "ok", (cid, cells[cid]["error"])
         assert cells[cid]["guest"]["device"]["device"] == "vda", cid
@@ -105,22 +104,10 @@ def test_every_request_completed_at_the_models_deadline(twice):
         assert row["iops"] == pytest.approx(reads, rel=0.05), cid
 
 
-def test_virtio_blk_and_nvme_see_the_same_volume(twice):
-    """The same model (same profile and seed) behind two front ends: the
-    mean read differs only by what the two drivers cost, a few
-    microseconds of ~600."""
-    (_, cells), _ = twice
-    mean = {cid: next(r["clat_mean_ns"] for r in c["summary"] if r["direction"] == "read")
-            for cid, c in cells.items()}
-    print({cid: round(m) for cid, m in mean.items()})
-    for cid in ("vda.none.r0", "vda1q.none.r0"):
-        assert mean[cid] == pytest.approx(mean["nvme.none.r0"], rel=0.02), cid
-
-
 def test_the_second_run_gives_the_same_bytes(twice):
     (dir_a, a), (dir_b, b) = twice
-    assert sorted(a) == sorted(b)
-    for cid in a:
+    assert sorted(b) == ["vda.none.r0"]
+    for cid in b:
         assert not diverge.result_differences(a[cid], b[cid]), cid
         assert diverge.console_until_done(dir_a, a[cid]) == \
             diverge.console_until_done(dir_b, b[cid]), cid
