@@ -34,7 +34,7 @@ FLAVOURS = {
     "rt-amd64": {"runs": ("nvme", "ide-hd", "ahci-hd"), "lacks": {},
                  "builtin": (), "modules": ("nvme", "ata_piix", "ahci", "sd_mod")},
 }
-COMMON_MODULES = ("virtio_pci", "virtio_console", "kyber-iosched", "bfq")
+COMMON_MODULES = ("virtio_pci", "virtio_console", "virtio_blk", "kyber-iosched", "bfq")
 
 JOB = mixed("100ms")
 

@@ -78,7 +78,7 @@ def test_image_records_its_pins(built):
         assert needed in names, needed
     mods = [p for p in names if p.endswith(".ko")]
     for m in ("nvme.ko", "ata_piix.ko", "ahci.ko", "libata.ko", "sd_mod.ko",
-              "kyber-iosched.ko", "bfq.ko", "virtio_console.ko"):
+              "kyber-iosched.ko", "bfq.ko", "virtio_console.ko", "virtio_blk.ko"):
         assert any(p.endswith("/" + m) for p in mods), m
     assert names == sorted(names)
 
