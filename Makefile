@@ -196,7 +196,7 @@ test-full: qemu images
 # machine's own apt entries and kept in $(BLKLAB_CACHE)/host-debian13, builds
 # a fresh clone of HEAD from source and runs tests/host/debian13.toml; its
 # cells must be the bytes this host's build gives (tests/host/debian13.sh).
-# Not part of `make test`: QEMU's build in the root alone takes 17-35 min.
+# Not part of `make test`: QEMU's build in the root alone takes 17-38 min.
 test-host-debian13: deps
 	tests/host/debian13.sh
 

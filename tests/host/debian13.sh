@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the second supported host, Debian 13 (trixie), from this Debian
 # host: `make test-host-debian13`. Not part of `make test` (it builds QEMU
-# from source in the root: 17 to 35 minutes on 2 cores).
+# from source in the root: 17 to 38 minutes on 2 cores).
 #
 #  1. A minimal Debian 13 root made by debootstrap from the host's own apt
 #     entries (scripts/debian-apt.sh derives the suites; no mirror is written
