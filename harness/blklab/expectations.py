@@ -1,11 +1,12 @@
 """Evaluating a scenario's [[expect]] entries against a run's cells.
 
 Each selector picks one group of cells (same device, scheduler and
-tunables; an expectation's right side may name another device); within it, a seed's value is the median of the metric over that
-seed's repeats. An expectation is decided on every seed: it holds only if
-it holds on each one, unless it says quorum = "median" (then it is decided
-once, on the median over the seeds of each side's value). An expectation
-without a device is checked on every device that has cells.
+tunables; an expectation's right side may name another device); within
+it, a seed's value is the median of the metric over that seed's repeats.
+An expectation is decided on every seed: it holds only if it holds on each
+one, unless it says quorum = "median" (then it is decided once, on the
+median over the seeds of each side's value). An expectation without a
+device is checked on every device that has cells.
 
 Every expectation of the scenario gets an outcome, one per device it is
 checked on; none is dropped from a count:

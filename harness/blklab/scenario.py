@@ -873,7 +873,7 @@ def _check_short_cells(path: str, scenario: Scenario, checked: list[Expectation]
         for side, sel in (("left", exp.left), ("right", exp.right)):
             if sel is None:
                 continue
-            for name in names:
+            for name in ([sel.device] if sel.device else names):
                 if not any(c.device.name == name and sel.picks(c.scheduler, dict(c.tunables()))
                            for c in kept):
                     raise ScenarioError(path, f"expect[{i}].{side}",
@@ -905,6 +905,11 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
         sel = exp.get(side)
         if not isinstance(sel, dict):
             continue
+        other = sel.get("device")
+        if isinstance(other, str) and other not in devices:
+            raise ScenarioError(path, f"expect[{i}].{side}.device",
+                                f"'{other}' is not run by the short form (short.devices: "
+                                f"{', '.join(devices)}){hint}")
         sched = sel.get("scheduler")
         if isinstance(schedulers, list) and sched is not None and sched not in schedulers:
             raise ScenarioError(path, f"expect[{i}].{side}.scheduler",
@@ -916,7 +921,8 @@ def _kept_in_short_form(path: str, i: int, exp: Any, scen: dict[str, Any], devic
                 table = iosched.get(sched, {}) if sched else {}
                 axis = table.get(key[len("iosched/"):]) if isinstance(table, dict) else None
             else:
-                axis = _short_queue_axis(queue, data, exp.get("device"), key)
+                axis = _short_queue_axis(queue, data, sel.get("device") or exp.get("device"),
+                                         key)
             values = [str(v) for v in (axis if isinstance(axis, list) else [axis])
                       if axis is not None]
             if str(value) not in values:

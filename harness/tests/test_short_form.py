@@ -154,6 +154,12 @@ def test_short_cells_runs_the_matching_cells_only(tmp_path):
      "'*.bfq.*' matches no cell of the short form (its cells: nvme0.none.nr_requests=256.r0"),
     (('repeats = 1\n', 'repeats = 1\ncells = []\n'), "short.cells", "non-empty array"),
     (('repeats = 1\n', 'repeats = 1\ncells = [3]\n'), "short.cells", "cell id patterns"),
+    # The right side's own device is not run by the short form.
+    (('what = "on the disk only"\ndevice = "hdd0"\nmetric = "iops"\nleft = {scheduler = "none"}\n'
+      'above = 10\nfull_only = true',
+      'what = "the SSD against the disk"\ndevice = "nvme0"\nmetric = "iops"\n'
+      'left = {scheduler = "none"}\nratio = [1, 1000]\nright = {device = "hdd0", scheduler = "none"}'),
+     "expect[2].right.device", "'hdd0' is not run by the short form"),
     # The kyber expectation's 250 us cell is not among the cells kept.
     (('repeats = 1\n', 'repeats = 1\ncells = ["*.none.*", "*=2000000.r0"]\n'),
      "expect[0].left", "selects no cell that short.cells runs (device nvme0)"),
