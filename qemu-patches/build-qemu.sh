@@ -105,6 +105,7 @@ build_targets=(
     tests/qtest/blklab-ide-test
     tests/qtest/blklab-virtio-blk-test
     tests/qtest/x86-cmpxchg-flags-test
+    tests/qtest/icount-rate-test
 )
 # libdevmodel (blklab's device timing models) is built with the repository's
 # CMake tree, static and position-independent, installed into a staging
@@ -471,7 +472,8 @@ build_entry() {
     install -m 0755 "$bld/tests/qtest/qos-test" "$bld/tests/qtest/ide-test" \
         "$bld/tests/qtest/ahci-test" "$bld/tests/qtest/blklab-nvme-test" \
         "$bld/tests/qtest/blklab-ide-test" "$bld/tests/qtest/blklab-virtio-blk-test" \
-        "$bld/tests/qtest/x86-cmpxchg-flags-test" "$stage/qtest/"
+        "$bld/tests/qtest/x86-cmpxchg-flags-test" "$bld/tests/qtest/icount-rate-test" \
+        "$stage/qtest/"
     for r in "${option_roms[@]}"; do
         install -m 0644 "$work/optionrom/$r" "$stage/share/qemu/"
     done

@@ -38,7 +38,6 @@ class CellContext:
     image: dict[str, Any]  # image.json of the guest image
     accel: str
     mode: str
-    icount_shift: int = 0
     backend: str = "direct"  # "direct" (QEMU as a child process) or "libvirt"
     libvirt_uri: str = "qemu:///system"
     qemu_cache_key: str = ""  # of the QEMU build, so that cluster workers can match it
@@ -73,7 +72,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
                               "size_bytes": d.size_bytes, "rotation_rate": d.rotation_rate,
                               "mqes": d.mqes, "ncq_depth": d.ncq_depth}
     if d.kind == "virtio-blk":
-        device |= {"num_queues": d.num_queues, "queue_depth": d.queue_depth}
+        device |= {"num_queues": d.num_queues, "queue_depth": d.queue_depth,
+                   "queue_size": d.queue_size}
     if d.profile is not None:
         device["profile"] = {"name": d.profile.name, "sha256": d.profile.sha256,
                              "seed": devmodel_seed(cell)}
@@ -90,6 +90,7 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "accel": ctx.accel,
         "vcpus": scenario.guest.vcpus,
         "memory_mib": scenario.guest.memory_mib,
+        "cpu_rate": scenario.guest.cpu_rate,
         "kernel_flavour": scenario.guest.flavour,
         "kernel": scenario.guest.kernel,
     }
@@ -145,7 +146,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     config = VMConfig(
         qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
-        mode=ctx.mode, icount_shift=ctx.icount_shift, device=cell.device, backing_path=backing,
+        mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text, device=cell.device, backing_path=backing,
         profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)

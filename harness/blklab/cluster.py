@@ -36,7 +36,6 @@ class RemoteInputs:
 
     mode: str
     accel: str
-    icount_shift: int
     image_hash: str
     qemu_cache_key: str
 
@@ -60,7 +59,7 @@ def run_cell_remote(cell: Cell, scenario: Scenario, inputs: RemoteInputs) -> Rem
     image = json.loads((image_dir / "image.json").read_text())
     qemu_manifest = json.loads((paths.qemu_dir() / "manifest.json").read_text())
     ctx = CellContext(qemu=paths.qemu_binary(), image_dir=image_dir, image=image,
-                      accel=inputs.accel, mode=inputs.mode, icount_shift=inputs.icount_shift)
+                      accel=inputs.accel, mode=inputs.mode)
     mismatch = []
     if image.get("hash") != inputs.image_hash:
         mismatch.append(f"guest image {image.get('hash')} (submitter: {inputs.image_hash})")
@@ -86,7 +85,7 @@ def run_on_cluster(address: str, cells: list[Cell], scenario: Scenario, ctx: Cel
     to on_result as it arrives."""
     from distributed import Client, as_completed
 
-    inputs = RemoteInputs(mode=ctx.mode, accel=ctx.accel, icount_shift=ctx.icount_shift,
+    inputs = RemoteInputs(mode=ctx.mode, accel=ctx.accel,
                           image_hash=ctx.image.get("hash", ""),
                           qemu_cache_key=ctx.qemu_cache_key)
     with Client(address, timeout="30s") as client:

@@ -120,7 +120,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
         # exists for virtio-scsi controllers only).
         VSER_ID: [("ioeventfd", "bool", "false")]}
     if config.mode == "deterministic":
-        qemu_args += ["-icount", f"shift={config.icount_shift},sleep=off"]
+        qemu_args += ["-icount", f"rate={config.cpu_rate},sleep=off"]
     if config.trace_path is not None:
         qemu_args += ["-trace", "det_*", "-D", str(config.trace_path)]
     d = config.device

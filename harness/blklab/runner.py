@@ -44,7 +44,6 @@ class RunOptions:
     jobs: int | None = None
     out: Path | None = None  # the run directory; default results/<scenario>/<run-id>
     repeats: int | None = None
-    icount_shift: int = 0
     results_root: Path | None = None
     backend: str = "direct"
     libvirt_uri: str = "qemu:///system"
@@ -82,12 +81,12 @@ def job_file_hashes(scenario: Scenario) -> dict[str, str]:
     return {f.name: f.sha256 for job in scenario.jobs for f in job.files}
 
 
-def run_id_of(scenario: Scenario, mode: str, accel: str, icount_shift: int,
+def run_id_of(scenario: Scenario, mode: str, accel: str,
               qemu_manifest: dict[str, Any], image: dict[str, Any]) -> str:
     inputs = {
         "scenario": scenario.sha256, "profiles": profile_hashes(scenario),
         "repeats": scenario.repeats, "mode": mode, "accel": accel,
-        "icount_shift": icount_shift, "qemu": qemu_manifest, "image": image.get("hash"),
+        "cpu_rate": scenario.guest.cpu_rate_text, "qemu": qemu_manifest, "image": image.get("hash"),
         "blklab": __version__,
     }
     if scenario.short:  # the short form is another run of the same file
@@ -191,7 +190,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         raise BlklabError("deterministic mode runs under TCG only (icount); "
                           f"--accel {accel} is not possible with it")
 
-    run_id = run_id_of(scenario, mode, accel, options.icount_shift, qemu_manifest, image)
+    run_id = run_id_of(scenario, mode, accel, qemu_manifest, image)
     root = options.results_root or (paths.REPO / "results")
     run_dir = options.out or (root / scenario.name / run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +205,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "mode": mode,
         "accel": accel,
         "accel_fallback": accel_fallback or None,
-        "icount_shift": options.icount_shift if mode == "deterministic" else None,
+        # Instructions per ns per vCPU (-icount rate=); None in realtime mode.
+        "cpu_rate": scenario.guest.cpu_rate,
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
         "short": scenario.short,  # [short] applied (blklab run --short)
@@ -237,7 +237,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
               file=sys.stderr)
 
     ctx = CellContext(qemu=qemu, image_dir=image_dir, image=image, accel=accel, mode=mode,
-                      icount_shift=options.icount_shift, backend=options.backend,
+                      backend=options.backend,
                       libvirt_uri=options.libvirt_uri,
                       qemu_cache_key=qemu_manifest.get("cache_key", ""),
                       accel_fallback=accel_fallback)

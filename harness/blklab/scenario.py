@@ -17,7 +17,7 @@ import json
 import re
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,18 @@ _ATTR = re.compile(r"^[a-z0-9_]+$")
 _OPTION = re.compile(r"^[a-z0-9_]+$")
 
 MAX_VCPUS = 64
+# [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md); 1 is
+# icount's shift=0, which every run used before the key existed.
+DEFAULT_CPU_RATE = 1.0
+CPU_RATE_MIN = 0.25
+CPU_RATE_MAX = 8.0
+CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
+
+
+def cpu_rate_text(rate: float) -> str:
+    """A rate as a decimal with at most CPU_RATE_DIGITS digits after the
+    point and no trailing zeros: 1 -> "1", 2.5 -> "2.5"."""
+    return f"{rate:.{CPU_RATE_DIGITS}f}".rstrip("0").rstrip(".")
 MAX_MEMORY_MIB = 64 * 1024
 MAX_REPEATS = 1000
 MAX_SIZE_GIB = 64 * 1024
@@ -51,7 +63,8 @@ MAX_DEVICE_SEED = 2**64 - 1
 # QEMU's virtio-blk: at most VIRTIO_QUEUE_MAX (1024) virtqueues, each a
 # ring of VIRTQUEUE_MAX_SIZE (1024) entries (hw/virtio/virtio.c).
 VIRTIO_BLK_MAX_QUEUES = 1024
-VIRTIO_BLK_RING_ENTRIES = 1024
+VIRTIO_BLK_RING_ENTRIES = 1024  # VIRTQUEUE_MAX_SIZE
+VIRTIO_BLK_MIN_RING_ENTRIES = 4  # QEMU's virtio-blk wants queue-size > 2
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 
 
@@ -71,13 +84,13 @@ class Device:
     # This device's own [queue] attributes ([device.queue]): each replaces
     # the scenario's [queue] axis of that name for this device's cells.
     queue_axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # virtio-blk: its virtqueues (None: QEMU's default, one per vCPU) and
-    # the queue depth the guest's driver uses (virtio_blk.queue_depth; None:
-    # the driver's default, the ring's size). QEMU 10.0.13 gives every ring
-    # 1024 entries whatever its queue-size property says (virtio_add_queue),
-    # so the depth is the guest's to choose, as on a real cloud VM.
+    # virtio-blk: its virtqueues (None: QEMU's default, one per vCPU), the
+    # entries of each ring (queue-size; None: QEMU's default, 256; a power of
+    # two from 4 to 1024) and the queue depth the guest's driver uses
+    # (virtio_blk.queue_depth; None: the driver's default, the ring's size).
     num_queues: int | None = None
     queue_depth: int | None = None
+    queue_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,15 @@ class Guest:
     vcpus: int = 2
     memory_mib: int = 1024
     written: str = ""  # [guest] kernel as the file has it (messages)
+    # Instructions per ns of virtual time for each vCPU in deterministic mode
+    # (QEMU's -icount rate=R); None in realtime mode, where the host's CPU
+    # sets the pace.
+    cpu_rate: float | None = DEFAULT_CPU_RATE
+
+    @property
+    def cpu_rate_text(self) -> str:
+        """cpu_rate as QEMU's -icount rate= takes it and cells record it."""
+        return cpu_rate_text(self.cpu_rate) if self.cpu_rate is not None else ""
 
     @property
     def flavour(self) -> str:
@@ -454,10 +476,14 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
         queue_depth = r.integer("queue_depth", None, 1, VIRTIO_BLK_RING_ENTRIES)
         if queue_depth is not None and kind != "virtio-blk":
             raise r.error("queue_depth", "applies to virtio-blk devices only (nvme: mqes)")
-        if "queue_size" in table:
-            raise r.error("queue_size", "QEMU 10.0.13 gives every virtqueue 1024 entries "
-                          "whatever its queue-size says; set the depth the guest uses "
-                          "with queue_depth")
+        queue_size = r.integer("queue_size", None, VIRTIO_BLK_MIN_RING_ENTRIES,
+                               VIRTIO_BLK_RING_ENTRIES)
+        if queue_size is not None:
+            if kind != "virtio-blk":
+                raise r.error("queue_size", "applies to virtio-blk devices only (nvme: mqes)")
+            if queue_size & (queue_size - 1):
+                raise r.error("queue_size", f"{queue_size} is not a power of two: a virtio "
+                              f"ring has 4, 8, 16, ... or {VIRTIO_BLK_RING_ENTRIES} entries")
         q = _Reader(path, _table(path, table, "queue", f"device[{i}].queue"),
                     f"device[{i}].queue")
         r.used.add("queue")
@@ -466,12 +492,23 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
             raise q.error("scheduler", "choose schedulers with scenario.schedulers")
         r.finish()
         devices.append(Device(name, kind, backing, size, rotation, profile, seed, mqes,
-                              ncq_depth, queue_axes, num_queues, queue_depth))
+                              ncq_depth, queue_axes, num_queues, queue_depth, queue_size))
     names = [d.name for d in devices]
     for n in names:
         if names.count(n) > 1:
             raise ScenarioError(path, "device", f"two devices are named '{n}'")
     return devices
+
+
+def _parse_cpu_rate(g: _Reader) -> float:
+    rate = g.get("cpu_rate", (int, float), DEFAULT_CPU_RATE)
+    if not CPU_RATE_MIN <= rate <= CPU_RATE_MAX:
+        raise g.error("cpu_rate", f"must be between {cpu_rate_text(CPU_RATE_MIN)} and "
+                      f"{cpu_rate_text(CPU_RATE_MAX)} instructions per ns per vCPU, got {rate}")
+    if float(cpu_rate_text(rate)) != rate:
+        raise g.error("cpu_rate", f"{rate} has more than {CPU_RATE_DIGITS} digits after the "
+                      "point")
+    return float(rate)
 
 
 def check_deterministic(path: str, devices: list[Device], why: str) -> None:
@@ -1048,6 +1085,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         vcpus=g.integer("vcpus", 2, 1, MAX_VCPUS),
         memory_mib=g.integer("memory_mib", 1024, 256, MAX_MEMORY_MIB),
         written=written,
+        cpu_rate=_parse_cpu_rate(g),
     )
     g.finish()
 
@@ -1084,6 +1122,12 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         why = "scenario.mode" if "mode" in s.table else "the default mode"
     if mode == "deterministic":
         check_deterministic(shown, devices, why)
+    elif "cpu_rate" in g.table:
+        raise g.error("cpu_rate", "sets the instruction rate of deterministic mode (icount); "
+                      f"in {mode} mode the host's CPU sets the pace: remove it or set "
+                      'scenario.mode = "deterministic"')
+    else:
+        guest = replace(guest, cpu_rate=None)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,

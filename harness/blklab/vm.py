@@ -55,7 +55,7 @@ class VMConfig:
     memory_mib: int = 1024
     accel: str = "tcg"  # "tcg" or "kvm"
     mode: str = "realtime"  # "deterministic" (TCG + icount) or "realtime"
-    icount_shift: int = 0
+    cpu_rate: str = "1"  # instructions per ns per vCPU in deterministic mode
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
@@ -122,7 +122,7 @@ class VMConfig:
             "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
         ]
         if self.mode == "deterministic":
-            cmd += ["-icount", f"shift={self.icount_shift},sleep=off",
+            cmd += ["-icount", f"rate={self.cpu_rate},sleep=off",
                     "-rtc", f"clock=vm,base={DETERMINISTIC_RTC_BASE}"]
         if self.trace_path is not None:
             cmd += ["-trace", "det_*", "-D", str(self.trace_path)]
@@ -193,6 +193,8 @@ class VMConfig:
             props.append(("ncq-depth", "unsigned", str(d.ncq_depth)))
         if d.num_queues is not None:
             props.append(("num-queues", "unsigned", str(d.num_queues)))
+        if d.queue_size is not None:
+            props.append(("queue-size", "unsigned", str(d.queue_size)))
         return props
 
 

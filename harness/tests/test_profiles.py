@@ -119,7 +119,8 @@ def test_profile_that_does_not_load_names_its_file_and_key(tmp_path):
     ('kind = "virtio-blk"\nqueue_depth = 2000\n', "queue_depth",
      "must be between 1 and 1024, got 2000"),
     ('kind = "ahci-hd"\nqueue_depth = 64\n', "queue_depth", "applies to virtio-blk devices only"),
-    ('kind = "virtio-blk"\nqueue_size = 64\n', "queue_size", "gives every virtqueue 1024"),
+    ('kind = "virtio-blk"\nqueue_size = 2048\n', "queue_size", "must be between 4 and 1024, got 2048"),
+    ('kind = "virtio-blk"\nqueue_size = 96\n', "queue_size", "96 is not a power of two"),
     ('kind = "nvme"\nprofile = "../x y"\n', "profile", "cannot read"),
     ('kind = "nvme"\nprofile = 5\n', "profile", "must be a string, not an integer"),
 ])

@@ -57,6 +57,20 @@ def test_deterministic_mode_needs_a_profile_on_every_device(tmp_path, head, over
     assert str(tmp_path / "s.toml") in str(e.value)
 
 
+@pytest.mark.parametrize("written, rate, text", [
+    ("", 1.0, "1"), ("cpu_rate = 2.5\n", 2.5, "2.5"), ("cpu_rate = 3\n", 3.0, "3"),
+    ("cpu_rate = 0.25\n", 0.25, "0.25"), ("cpu_rate = 1.234567\n", 1.234567, "1.234567"),
+])
+def test_cpu_rate(tmp_path, written, rate, text):
+    s = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL))
+    assert (s.guest.cpu_rate, s.guest.cpu_rate_text) == (rate, text)
+
+
+def test_realtime_mode_has_no_cpu_rate(tmp_path):
+    s = scenario.load(write(tmp_path, '[scenario]\nmode = "realtime"\n' + MINIMAL))
+    assert (s.guest.cpu_rate, s.guest.cpu_rate_text) == (None, "")
+
+
 def test_realtime_runs_devices_without_a_profile(tmp_path):
     s = scenario.load(write(tmp_path, NO_PROFILE), mode="realtime")
     assert s.mode == "realtime" and s.devices[0].profile is None
@@ -202,6 +216,15 @@ BAD = [
     ("[guest]\nkernel = \"686\"\n" + MINIMAL, "guest.kernel",
      "not one of: 6.12-amd64, 6.12-cloud-amd64, 6.12-rt-amd64, 6.1-amd64"),
     ("[guest]\nmemory_mib = 16\n" + MINIMAL, "guest.memory_mib", "between 256 and"),
+    ("[guest]\ncpu_rate = 0.1\n" + MINIMAL, "guest.cpu_rate",
+     "must be between 0.25 and 8 instructions per ns per vCPU, got 0.1"),
+    ("[guest]\ncpu_rate = 9\n" + MINIMAL, "guest.cpu_rate", "between 0.25 and 8"),
+    ("[guest]\ncpu_rate = 1.0000001\n" + MINIMAL, "guest.cpu_rate",
+     "1.0000001 has more than 6 digits after the point"),
+    ("[guest]\ncpu_rate = \"2\"\n" + MINIMAL, "guest.cpu_rate", "not a string"),
+    ("[guest]\ncpu_rate = true\n" + MINIMAL, "guest.cpu_rate", "not a boolean"),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\ncpu_rate = 2\n" + MINIMAL, "guest.cpu_rate",
+     "sets the instruction rate of deterministic mode (icount); in realtime mode"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
     ("[[job]]\nname = \"j\"\n", "device", "at least one [[device]] is required"),
     ("[[device]]\nname = \"d0\"\nkind = \"nvme\"\n", "job", "at least one [[job]]"),

@@ -116,7 +116,7 @@ def test_short_form_has_its_own_run_id(tmp_path):
     from blklab.runner import run_id_of
 
     path = write(tmp_path, SCENARIO)
-    ids = {run_id_of(scenario.load(path, short=short), "deterministic", "tcg", 0, {}, {})
+    ids = {run_id_of(scenario.load(path, short=short), "deterministic", "tcg", {}, {})
            for short in (False, True)}
     assert len(ids) == 2
 

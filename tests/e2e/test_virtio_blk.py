@@ -4,17 +4,19 @@ with devmodel-profile (qemu-patches/0025), deterministic on the same terms
 as NVMe.
 
 The gp3 cloud volume as virtio-blk with QEMU's default queues (one per
-vCPU), and as virtio-blk with one queue that the guest's driver uses 64
-deep; a synchronous 4 KiB random read (the cloud-mysql customer's command,
-psync) under none; the first device once more to compare bytes. Checked:
+vCPU) and rings, as virtio-blk with one queue that the guest's driver uses
+64 deep, and with rings of 128 entries; a synchronous 4 KiB random read
+(the cloud-mysql customer's command, psync) under none; the first device
+once more to compare bytes. Checked:
 - the guest drives /dev/vda with the queues asked for, and picks its
   default scheduler by them (block/elevator.c elevator_get_default: none
   for a device with several hardware queues, mq-deadline for one);
 - its driver's tag depth, which none's nr_requests shows
-  (block/blk-mq.c: nr_requests = the tag set's depth), is the ring's 1024
-  entries (QEMU 10.0.13's virtio_add_queue gives every ring
-  VIRTQUEUE_MAX_SIZE; drivers/block/virtio_blk.c fills the ring when the
-  device offers indirect descriptors), or virtio_blk.queue_depth;
+  (block/blk-mq.c: nr_requests = the tag set's depth), is the ring's size
+  (drivers/block/virtio_blk.c fills the ring when the device offers
+  indirect descriptors): QEMU's default queue-size of 256, or the 128 the
+  scenario asks for (qemu-patches/0028 sizes the ring by queue-size again),
+  or virtio_blk.queue_depth;
 - every request was timed by the model and completed at its deadline
   (devmodel-counters: nothing rejected, nothing host-timed);
 - the second run gives the same bytes.
@@ -45,6 +47,15 @@ num_queues = 1
 queue_depth = 64
 """
 
+VDA128 = """
+[[device]]
+name = "vda128"
+kind = "virtio-blk"
+backing = "null"
+profile = "aws-gp3-100g"
+queue_size = 128
+"""
+
 JOB = """
 [[job]]
 name = "qd1"
@@ -66,7 +77,7 @@ def twice(built, tmp_path_factory):
     """Both devices, then the first alone: its cell must come out the same."""
     tmp = tmp_path_factory.mktemp("vblk")
     runs = []
-    for name, devices in (("a", VDA + VDA1Q), ("b", VDA)):
+    for name, devices in (("a", VDA + VDA1Q + VDA128), ("b", VDA)):
         s = tmp / f"{name}.toml"
         s.write_text(HEAD + devices + JOB)
         out = tmp / name
@@ -78,8 +89,8 @@ def twice(built, tmp_path_factory):
 
 def test_the_guest_drives_vda_with_the_queues_asked(twice):
     (_, cells), _ = twice
-    assert sorted(cells) == ["vda.none.r0", "vda1q.none.r0"]
-    for cid in ("vda.none.r0", "vda1q.none.r0"):
+    assert sorted(cells) == ["vda.none.r0", "vda1q.none.r0", "vda128.none.r0"]
+    for cid in sorted(cells):
         assert cells[cid]["status"] == "ok", (cid, cells[cid]["error"])
         assert cells[cid]["guest"]["device"]["device"] == "vda", cid
     queue = {cid: c["in_effect"]["queue"] for cid, c in cells.items()}
@@ -89,8 +100,12 @@ def test_the_guest_drives_vda_with_the_queues_asked(twice):
     assert queue["vda1q.none.r0"]["nr_hw_queues"] == "1"
     assert "[none]" in default["vda.none.r0"]
     assert "[mq-deadline]" in default["vda1q.none.r0"]
-    assert queue["vda.none.r0"]["nr_requests"] == "1024"
+    assert queue["vda128.none.r0"]["nr_hw_queues"] == "2"
+    assert queue["vda.none.r0"]["nr_requests"] == "256"
     assert queue["vda1q.none.r0"]["nr_requests"] == "64"
+    assert queue["vda128.none.r0"]["nr_requests"] == "128"
+    assert cells["vda128.none.r0"]["device"]["queue_size"] == 128
+    assert cells["vda.none.r0"]["device"]["queue_size"] is None
 
 
 def test_every_request_completed_at_the_models_deadline(twice):

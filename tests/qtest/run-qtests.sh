@@ -5,12 +5,13 @@
 # blklab-nvme-test (NVMe completions at the device model's deadline),
 # blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines),
 # the virtio-blk-pci path of qos-test, blklab-virtio-blk-test (virtio-blk
-# completions at the model's deadline) and x86-cmpxchg-flags-test (the flags CMPXCHG16B/8B keep under TCG, with and
-# without icount).
+# completions at the model's deadline), x86-cmpxchg-flags-test (the flags
+# CMPXCHG16B/8B keep under TCG, with and without icount) and icount-rate-test
+# (-icount rate=R runs R instructions per ns).
 #
 # Usage: tests/qtest/run-qtests.sh [SUITE...]
 #   SUITE: ide ahci nvme virtio-serial virtio-blk blklab-nvme blklab-ide
-#   blklab-virtio-blk x86-cmpxchg
+#   blklab-virtio-blk x86-cmpxchg icount-rate
 #   (default: all).
 #   Prints one line per suite with its time and exits non-zero if any suite
 #   fails, runs no test, or its log holds a sanitizer report.
@@ -73,16 +74,17 @@ suite_cmd() {
         blklab-ide) cmd=("$qemu_dir/qtest/blklab-ide-test") ;;
         blklab-virtio-blk) cmd=("$qemu_dir/qtest/blklab-virtio-blk-test") ;;
         x86-cmpxchg) cmd=("$qemu_dir/qtest/x86-cmpxchg-flags-test") ;;
+        icount-rate) cmd=("$qemu_dir/qtest/icount-rate-test") ;;
     esac
 }
 
 suites=("$@")
 [[ ${#suites[@]} -gt 0 ]] || suites=(ide ahci nvme virtio-serial virtio-blk blklab-nvme blklab-ide
-                                      blklab-virtio-blk x86-cmpxchg)
+                                      blklab-virtio-blk x86-cmpxchg icount-rate)
 for s in "${suites[@]}"; do
     case $s in
         ide | ahci | nvme | virtio-serial | virtio-blk | blklab-nvme | blklab-ide | \
-            blklab-virtio-blk | x86-cmpxchg) ;;
+            blklab-virtio-blk | x86-cmpxchg | icount-rate) ;;
         *) echo "run-qtests: unknown suite $s" >&2; exit 2 ;;
     esac
 done
