@@ -89,7 +89,7 @@ def twice(built, tmp_path_factory):
 
 def test_the_guest_drives_vda_with_the_queues_asked(twice):
     (_, cells), _ = twice
-    assert sorted(cells) == ["vda.none.r0", "vda1q.none.r0", "vda128.none.r0"]
+    assert sorted(cells) == sorted(["vda.none.r0", "vda1q.none.r0", "vda128.none.r0"])
     for cid in sorted(cells):
         assert cells[cid]["status"] == "ok", (cid, cells[cid]["error"])
         assert cells[cid]["guest"]["device"]["device"] == "vda", cid
