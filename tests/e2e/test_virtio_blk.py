@@ -104,8 +104,8 @@ def test_the_guest_drives_vda_with_the_queues_asked(twice):
     assert queue["vda.none.r0"]["nr_requests"] == "256"
     assert queue["vda1q.none.r0"]["nr_requests"] == "64"
     assert queue["vda128.none.r0"]["nr_requests"] == "128"
-    assert cells["vda128.none.r0"]["device"]["queue_size"] == 128
-    assert cells["vda.none.r0"]["device"]["queue_size"] is None
+    assert cells["vda128.none.r0"]["request"]["device"]["queue_size"] == 128
+    assert cells["vda.none.r0"]["request"]["device"]["queue_size"] is None
 
 
 def test_every_request_completed_at_the_models_deadline(twice):
