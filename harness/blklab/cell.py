@@ -146,8 +146,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     config = VMConfig(
         qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
-        mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text, device=cell.device, backing_path=backing,
-        profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
+        mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text, device=cell.device,
+        backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
     vm_error = None

@@ -44,6 +44,16 @@ _ATTR = re.compile(r"^[a-z0-9_]+$")
 _OPTION = re.compile(r"^[a-z0-9_]+$")
 
 MAX_VCPUS = 64
+MAX_MEMORY_MIB = 64 * 1024
+MAX_REPEATS = 1000
+MAX_SIZE_GIB = 64 * 1024
+MAX_DEVICE_SEED = 2**64 - 1
+# QEMU's virtio-blk: at most VIRTIO_QUEUE_MAX (1024) virtqueues, each a
+# ring of VIRTQUEUE_MAX_SIZE (1024) entries (hw/virtio/virtio.c).
+VIRTIO_BLK_MAX_QUEUES = 1024
+VIRTIO_BLK_RING_ENTRIES = 1024  # VIRTQUEUE_MAX_SIZE
+VIRTIO_BLK_MIN_RING_ENTRIES = 4  # QEMU's virtio-blk wants queue-size > 2
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 # [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md); 1 is
 # icount's shift=0, which every run used before the key existed.
 DEFAULT_CPU_RATE = 1.0
@@ -56,16 +66,6 @@ def cpu_rate_text(rate: float) -> str:
     """A rate as a decimal with at most CPU_RATE_DIGITS digits after the
     point and no trailing zeros: 1 -> "1", 2.5 -> "2.5"."""
     return f"{rate:.{CPU_RATE_DIGITS}f}".rstrip("0").rstrip(".")
-MAX_MEMORY_MIB = 64 * 1024
-MAX_REPEATS = 1000
-MAX_SIZE_GIB = 64 * 1024
-MAX_DEVICE_SEED = 2**64 - 1
-# QEMU's virtio-blk: at most VIRTIO_QUEUE_MAX (1024) virtqueues, each a
-# ring of VIRTQUEUE_MAX_SIZE (1024) entries (hw/virtio/virtio.c).
-VIRTIO_BLK_MAX_QUEUES = 1024
-VIRTIO_BLK_RING_ENTRIES = 1024  # VIRTQUEUE_MAX_SIZE
-VIRTIO_BLK_MIN_RING_ENTRIES = 4  # QEMU's virtio-blk wants queue-size > 2
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 
 
 @dataclass(frozen=True)
