@@ -67,7 +67,7 @@ DEB_PACKAGES := \
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
 	test-host-debian13 \
-	bench-deps bench-device bench-blkgen bench-determinism
+	bench-deps bench-device bench-blkgen bench-determinism bench-vcpu-clocks
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -219,6 +219,10 @@ bench-blkgen: qemu image
 # Builds (once, cached) QEMU without the determinism patches to compare with.
 bench-determinism: qemu image
 	$(PYTHON) tests/bench/determinism-cost.py
+
+# The default scenario with shared and with parallel vCPU clocks, side by side.
+bench-vcpu-clocks: qemu image
+	$(PYTHON) tests/bench/vcpu-clocks-cost.py
 
 clean:
 	rm -rf $(BUILD)

@@ -91,6 +91,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "vcpus": scenario.guest.vcpus,
         "memory_mib": scenario.guest.memory_mib,
         "cpu_rate": scenario.guest.cpu_rate,
+        "vcpu_clocks": scenario.guest.vcpu_clocks,
+        "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
         "kernel_flavour": scenario.guest.flavour,
         "kernel": scenario.guest.kernel,
     }
@@ -146,7 +148,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     config = VMConfig(
         qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
-        mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text, device=cell.device,
+        mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text,
+        vcpu_clocks=scenario.guest.vcpu_clocks or "shared",
+        vcpu_quantum_ns=scenario.guest.vcpu_quantum_ns or 0, device=cell.device,
         backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
@@ -163,6 +167,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             vm.wait(scenario.timeout_s)
             if vm.halt is not None:
                 result.host["halt"] = vm.halt
+            if config.parallel_vcpu_clocks:
+                result.vcpu_clocks = vm.vcpu_clocks()
             if cell.device.profile is not None:
                 result.devmodel = vm.device_counters()
                 result.model_timing = model_timing.assess(result.devmodel)

@@ -27,9 +27,10 @@ import uuid
 import xml.etree.ElementTree as ET
 
 from blklab.errors import VMError
-from blklab.vm import (COUNTERS_PROPERTY, DETERMINISTIC_RTC_BASE_EPOCH, DISK_ID, HALT_GRACE_S,
-                       PCI_SLOT_DISK, PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, ConsoleWatch,
-                       ResultsWatch, VMConfig, _opt, parse_counters, wait_for_halt)
+from blklab.vm import (DETERMINISTIC_RTC_BASE_EPOCH, DEVICE_COUNTERS, DISK_ID, HALT_GRACE_S,
+                       PCI_SLOT_DISK, PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, VCPU_CLOCKS,
+                       ConsoleWatch, ResultsWatch, VMConfig, _opt, parse_counters,
+                       wait_for_halt)
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,9 @@ def domain_xml(config: VMConfig, name: str) -> str:
     # `-smp N` on QEMU's "pc" machine means one socket with N cores; libvirt's
     # default is N sockets, which the guest sees in CPUID and its topology.
     _sub(cpu, "topology", sockets="1", dies="1", cores=str(config.vcpus), threads="1")
+    if config.accel != "kvm":
+        for name in config.cpu_features():
+            _sub(cpu, "feature", policy="require", name=name)
     if config.mode == "deterministic":
         clock = _sub(dom, "clock", offset="absolute", start=str(DETERMINISTIC_RTC_BASE_EPOCH))
         _sub(clock, "timer", name="rtc", track="guest")
@@ -120,7 +124,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
         # exists for virtio-scsi controllers only).
         VSER_ID: [("ioeventfd", "bool", "false")]}
     if config.mode == "deterministic":
-        qemu_args += ["-icount", f"rate={config.cpu_rate},sleep=off"]
+        qemu_args += ["-icount", config.icount_option()]
     if config.trace_path is not None:
         qemu_args += ["-trace", "det_*", "-D", str(config.trace_path)]
     d = config.device
@@ -235,20 +239,27 @@ class LibvirtVM:
     def device_counters(self) -> dict | None:
         """The device model's counters through libvirt's QEMU monitor
         passthrough; None if the domain is gone."""
+        return self.qom_json(DEVICE_COUNTERS)
+
+    def vcpu_clocks(self) -> dict | None:
+        """-icount parallel=on's figures (VCPU_CLOCKS); None if the domain is gone."""
+        return self.qom_json(VCPU_CLOCKS)
+
+    def qom_json(self, prop: tuple[str, str, str]) -> dict | None:
         import libvirt
         import libvirt_qemu
 
+        path, name, what = prop
         if self._dom is None or not self._active():
             return None
         cmd = json.dumps({"execute": "qom-get",
-                          "arguments": {"path": f"/machine/peripheral/{DISK_ID}",
-                                        "property": COUNTERS_PROPERTY}})
+                          "arguments": {"path": path, "property": name}})
         try:
             reply = libvirt_qemu.qemuMonitorCommand(self._dom, cmd, 0)
         except libvirt.libvirtError as e:
-            log.warning("reading the device model's counters: %s", e)
+            log.warning("reading %s: %s", what, e)
             return None
-        return parse_counters(json.loads(reply))
+        return parse_counters(json.loads(reply), what)
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         import libvirt

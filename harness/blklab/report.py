@@ -229,6 +229,11 @@ only knowing that.</p><ul>
 <table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 {% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}
+{% if d.vclocks %}<h3>vCPU clocks</h3>
+<p class="note">Each vCPU on its own clock (vcpu_clocks = "parallel"): the largest gap between two running vCPUs' clocks (drift_max_ns) and the most an interrupt found its vCPU past the time it was raised (irq_late_max_ns) are bounded by the quantum; unsynced_reads, clock reads off the global clock, must be 0 (docs/determinism.md).</p>
+<table class="vclocks"><tr><th class="l">cell</th>{% for k in d.vclock_keys %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for cid, vals in d.vclocks %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
 {% if d.adjusted %}<h3>Tunables the kernel adjusted</h3>
 <p class="note">Written without an error, read back with another value; these cells ran with the kernel's.</p>
 <table class="adjusted"><tr><th class="l">cell</th><th class="l">tunable</th><th>written</th><th>in effect</th></tr>
@@ -318,6 +323,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                     "verdict": c.verdict})
         counter_cells, counters, counters_zero = counter_table(ok_cells)
         btt, btt_keys = _flat_table(ok_cells, "btt")
+        vclocks, vclock_keys = _flat_table(ok_cells, "vcpu_clocks")
         failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
                    "log": c.get("files", {}).get("console_log", "")}
                   for c in dcells if c["status"] != "ok"]
@@ -330,6 +336,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
                         "btt": btt, "btt_keys": btt_keys,
+                        "vclocks": vclocks, "vclock_keys": vclock_keys,
                         "failed": failed})
     kernel = next((c["guest"].get("kernel_version", "") for c in cells if c.get("guest")), "")
     mode = manifest.get("mode", "")

@@ -55,6 +55,10 @@ class CellResult:
     devmodel: dict[str, Any] | None = None  # the device model's counters
     # Whether every completion came at a model deadline (blklab.model_timing).
     model_timing: dict[str, Any] | None = None
+    # Under [guest] vcpu_clocks = "parallel": how far apart the vCPUs' own
+    # clocks ran and how late interrupts found their vCPU (QEMU's
+    # "vcpu-clocks", qemu-patches/0033); None otherwise.
+    vcpu_clocks: dict[str, Any] | None = None
     # What the workload changed of what it was asked (blklab.notes).
     workload_notes: list[str] = field(default_factory=list)
     host: dict[str, Any] = field(default_factory=dict)  # host wall clock, command line

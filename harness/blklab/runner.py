@@ -89,6 +89,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str,
         "cpu_rate": scenario.guest.cpu_rate_text, "qemu": qemu_manifest, "image": image.get("hash"),
         "blklab": __version__,
     }
+    if scenario.guest.vcpu_clocks == "parallel":  # only then, so other runs keep their ids
+        inputs["vcpu_clocks"] = [scenario.guest.vcpu_clocks, scenario.guest.vcpu_quantum_ns]
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
     if job_file_hashes(scenario):  # only then, so other runs keep their ids
@@ -207,6 +209,10 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "accel_fallback": accel_fallback or None,
         # Instructions per ns per vCPU (-icount rate=); None in realtime mode.
         "cpu_rate": scenario.guest.cpu_rate,
+        # "shared" or "parallel" (-icount parallel=on) and its quantum; None
+        # in realtime mode.
+        "vcpu_clocks": scenario.guest.vcpu_clocks,
+        "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
         "short": scenario.short,  # [short] applied (blklab run --short)

@@ -62,6 +62,16 @@ CPU_RATE_MAX = 8.0
 CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
 
 
+# [guest] vcpu_clocks: one clock that every vCPU's instructions advance
+# ("shared"), or each vCPU on its own clock ("parallel": QEMU's -icount
+# parallel=on, qemu-patches/0033), with at most vcpu_quantum_ns between two
+# running vCPUs' clocks (docs/determinism.md).
+VCPU_CLOCKS = ("shared", "parallel")
+DEFAULT_VCPU_CLOCKS = "shared"
+DEFAULT_VCPU_QUANTUM_NS = 1000
+VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
+
+
 def cpu_rate_text(rate: float) -> str:
     """A rate as a decimal with at most CPU_RATE_DIGITS digits after the
     point and no trailing zeros: 1 -> "1", 2.5 -> "2.5"."""
@@ -119,6 +129,10 @@ class Guest:
     # (QEMU's -icount rate=R); None in realtime mode, where the host's CPU
     # sets the pace.
     cpu_rate: float | None = DEFAULT_CPU_RATE
+    # "shared" or "parallel" in deterministic mode, None in realtime mode
+    # (where every vCPU is a host thread); the quantum only with "parallel".
+    vcpu_clocks: str | None = DEFAULT_VCPU_CLOCKS
+    vcpu_quantum_ns: int | None = None
 
     @property
     def cpu_rate_text(self) -> str:
@@ -1086,7 +1100,14 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         memory_mib=g.integer("memory_mib", 1024, 256, MAX_MEMORY_MIB),
         written=written,
         cpu_rate=_parse_cpu_rate(g),
+        vcpu_clocks=g.choice("vcpu_clocks", VCPU_CLOCKS, DEFAULT_VCPU_CLOCKS),
     )
+    quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
+    if guest.vcpu_clocks == "parallel":
+        guest = replace(guest, vcpu_quantum_ns=quantum or DEFAULT_VCPU_QUANTUM_NS)
+    elif quantum is not None:
+        raise g.error("vcpu_quantum_ns", "bounds how far apart the vCPUs' own clocks run; "
+                      'it needs vcpu_clocks = "parallel"')
     g.finish()
 
     devices = _parse_devices(shown, data, check_profiles)
@@ -1122,12 +1143,15 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         why = "scenario.mode" if "mode" in s.table else "the default mode"
     if mode == "deterministic":
         check_deterministic(shown, devices, why)
-    elif "cpu_rate" in g.table:
-        raise g.error("cpu_rate", "sets the instruction rate of deterministic mode (icount); "
-                      f"in {mode} mode the host's CPU sets the pace: remove it or set "
-                      'scenario.mode = "deterministic"')
     else:
-        guest = replace(guest, cpu_rate=None)
+        for key, what in (("cpu_rate", "sets the instruction rate of deterministic mode "
+                           "(icount); in {mode} mode the host's CPU sets the pace"),
+                          ("vcpu_clocks", "chooses the vCPUs' clocks of deterministic mode "
+                           "(icount); in {mode} mode each vCPU is a host thread")):
+            if key in g.table:
+                raise g.error(key, what.format(mode=mode) + ": remove it or set "
+                              'scenario.mode = "deterministic"')
+        guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,

@@ -56,6 +56,10 @@ class VMConfig:
     accel: str = "tcg"  # "tcg" or "kvm"
     mode: str = "realtime"  # "deterministic" (TCG + icount) or "realtime"
     cpu_rate: str = "1"  # instructions per ns per vCPU in deterministic mode
+    # Deterministic mode: "shared", one clock for every vCPU, or "parallel",
+    # each vCPU on its own (-icount parallel=on), at most quantum ns apart.
+    vcpu_clocks: str = "shared"
+    vcpu_quantum_ns: int = 1000
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
@@ -90,8 +94,13 @@ class VMConfig:
         # round-robin vCPUs and falls back to acpi_pm, which makes every
         # clock read in the guest (blkgen's, fio's, the block layer's
         # ktime_get) a port read trapped by QEMU instead of a vDSO rdtsc.
-        parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off",
-                 "tsc=reliable"]
+        # With vcpu_clocks = "parallel" every clock is monotonic across vCPUs
+        # and the CPU says its TSC is invariant (cpu_model()): the guest
+        # runs its own TSC checks (the warp check at bring-up, the
+        # clocksource watchdog) and tests read what it says of them.
+        parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off"]
+        if not self.parallel_vcpu_clocks:
+            parts.append("tsc=reliable")
         d = self.device
         if d is not None and d.kind == "virtio-blk" and d.queue_depth is not None:
             # The guest driver's tag depth (drivers/block/virtio_blk.c,
@@ -101,13 +110,31 @@ class VMConfig:
             parts.append(self.extra_append)
         return " ".join(parts)
 
+    @property
+    def parallel_vcpu_clocks(self) -> bool:
+        return self.mode == "deterministic" and self.vcpu_clocks == "parallel"
+
+    def icount_option(self) -> str:
+        """-icount's value in deterministic mode."""
+        opt = f"rate={self.cpu_rate},sleep=off"
+        if self.parallel_vcpu_clocks:
+            opt += f",parallel=on,quantum={self.vcpu_quantum_ns}"
+        return opt
+
+    def cpu_features(self) -> list[str]:
+        """Features added to qemu64: an invariant TSC (qemu-patches/0032) when
+        every vCPU has its own clock, so that the guest trusts and checks
+        its TSC (Linux trusts a multi-vCPU TSC only on Intel otherwise)."""
+        return ["invtsc"] if self.parallel_vcpu_clocks else []
+
     def cmdline(self) -> list[str]:
         if self.mode == "deterministic" and self.accel != "tcg":
             raise ValueError("deterministic mode needs the tcg accelerator")
+        cpu = "".join(["qemu64"] + [f",+{f}" for f in self.cpu_features()])
         cmd = [
             str(self.qemu),
             "-M", f"pc,accel={self.accel}",
-            "-cpu", "host" if self.accel == "kvm" else "qemu64",
+            "-cpu", "host" if self.accel == "kvm" else cpu,
             "-smp", str(self.vcpus),
             "-m", str(self.memory_mib),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
@@ -122,7 +149,7 @@ class VMConfig:
             "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
         ]
         if self.mode == "deterministic":
-            cmd += ["-icount", f"rate={self.cpu_rate},sleep=off",
+            cmd += ["-icount", self.icount_option(),
                     "-rtc", f"clock=vm,base={DETERMINISTIC_RTC_BASE}"]
         if self.trace_path is not None:
             cmd += ["-trace", "det_*", "-D", str(self.trace_path)]
@@ -303,17 +330,24 @@ class VM:
     def device_counters(self) -> dict | None:
         """The device model's counters, read over QMP from the running QEMU;
         None if QEMU is gone or the device has no model."""
+        return self.qom_json(DEVICE_COUNTERS)
+
+    def vcpu_clocks(self) -> dict | None:
+        """-icount parallel=on's figures (VCPU_CLOCKS); None if QEMU is gone."""
+        return self.qom_json(VCPU_CLOCKS)
+
+    def qom_json(self, prop: tuple[str, str, str]) -> dict | None:
+        path, name, what = prop
         if self.proc is None or self.proc.poll() is not None:
             return None
         assert self.config.qmp_path is not None
         try:
             reply = qmp_command(self.config.qmp_path, "qom-get",
-                                {"path": f"/machine/peripheral/{DISK_ID}",
-                                 "property": COUNTERS_PROPERTY})
+                                {"path": path, "property": name})
         except (OSError, ValueError) as e:
-            log.warning("reading the device model's counters: %s", e)
+            log.warning("reading %s: %s", what, e)
             return None
-        return parse_counters(reply)
+        return parse_counters(reply, what)
 
     def shutdown(self, grace_s: float = 5.0) -> None:
         """End QEMU if it still runs: QMP quit, then SIGTERM, then SIGKILL."""
@@ -440,15 +474,24 @@ class ResultsWatch:
         return channel.parse(blob).status is not None
 
 
-def parse_counters(reply: dict) -> dict | None:
-    """The counters out of a qom-get reply ({"return": "<JSON text>"})."""
+# QOM properties blklab reads as JSON when a cell ends: (QOM path, property,
+# what it is, for messages).
+DEVICE_COUNTERS = (f"/machine/peripheral/{DISK_ID}", COUNTERS_PROPERTY,
+                   "the device model's counters")
+# How far apart the vCPUs' own clocks ran and how late interrupts found
+# their vCPU, under -icount parallel=on (qemu-patches/0033).
+VCPU_CLOCKS = ("/machine", "vcpu-clocks", "the vCPU clocks' figures")
+
+
+def parse_counters(reply: dict, what: str = DEVICE_COUNTERS[2]) -> dict | None:
+    """A JSON object out of a qom-get reply ({"return": "<JSON text>"})."""
     if "return" not in reply:
-        log.warning("reading the device model's counters: %s", reply.get("error"))
+        log.warning("reading %s: %s", what, reply.get("error"))
         return None
     try:
         value = json.loads(reply["return"])
     except (TypeError, ValueError) as e:
-        log.warning("the device model's counters are not JSON: %s", e)
+        log.warning("%s are not JSON: %s", what, e)
         return None
     return value if isinstance(value, dict) else None
 

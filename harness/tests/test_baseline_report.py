@@ -206,3 +206,19 @@ def test_report_warns_about_inputs_that_differ():
     base = baseline.snapshot(cells, manifest(image={"kernel": "6.12-amd64"}))
     html = report.render(Path("run"), cells, m, [], base)
     assert "guest kernel (kernel): 6.12-amd64 in the baseline, 6.1-amd64 in the run" in html
+
+
+def test_report_shows_the_vcpu_clocks_of_parallel_cells():
+    cells = run_cells([100], [10000])
+    cells[0]["vcpu_clocks"] = {"parallel": True, "quantum_ns": 1000, "drift_max_ns": 998,
+                               "irqs": 50, "irqs_late": 3, "irq_late_max_ns": 640,
+                               "sync_waits": 12, "unsynced_reads": 0, "turns": 900}
+    shared = run_cells([100], [10000], "bfq")
+    html = report.render(Path("run"), cells + shared, {"mode": "deterministic"}, [])
+    assert "<h3>vCPU clocks</h3>" in html
+    row = html[html.index('<table class="vclocks">'):]
+    row = row[:row.index("</table>")]
+    assert "<th>drift_max_ns</th>" in row and "<th>irq_late_max_ns</th>" in row
+    assert '<td class="l">d.none.r0</td>' in row and "<td>998</td>" in row
+    assert "d.bfq.r0" not in row  # a cell on shared clocks has none
+    assert "vCPU clocks" not in report.render(Path("run"), shared, {"mode": "deterministic"}, [])

@@ -66,9 +66,40 @@ def test_cpu_rate(tmp_path, written, rate, text):
     assert (s.guest.cpu_rate, s.guest.cpu_rate_text) == (rate, text)
 
 
+@pytest.mark.parametrize("written, clocks, quantum", [
+    ("", "shared", None), ('vcpu_clocks = "shared"\n', "shared", None),
+    ('vcpu_clocks = "parallel"\n', "parallel", 1000),
+    ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 250\n', "parallel", 250),
+    ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 1000000\n', "parallel", 1000000),
+])
+def test_vcpu_clocks(tmp_path, written, clocks, quantum):
+    s = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL))
+    assert (s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns) == (clocks, quantum)
+
+
+def test_vcpu_clocks_on_qemus_command_line(tmp_path):
+    """Parallel clocks: -icount parallel=on with the quantum, an invariant
+    TSC and no tsc=reliable, so the guest checks its TSC itself; shared
+    clocks keep the command line every run had before."""
+    from blklab.vm import VMConfig
+
+    def cmd(**kw: object) -> str:
+        cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                       mode="deterministic", cpu_rate="2.5", **kw)
+        return " ".join(cfg.cmdline())
+
+    shared = cmd()
+    assert "-cpu qemu64 " in shared and "tsc=reliable" in shared
+    assert "-icount rate=2.5,sleep=off " in shared
+    parallel = cmd(vcpu_clocks="parallel", vcpu_quantum_ns=250)
+    assert "-cpu qemu64,+invtsc " in parallel and "tsc=reliable" not in parallel
+    assert "-icount rate=2.5,sleep=off,parallel=on,quantum=250 " in parallel
+
+
 def test_realtime_mode_has_no_cpu_rate(tmp_path):
     s = scenario.load(write(tmp_path, '[scenario]\nmode = "realtime"\n' + MINIMAL))
     assert (s.guest.cpu_rate, s.guest.cpu_rate_text) == (None, "")
+    assert (s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns) == (None, None)
 
 
 def test_realtime_runs_devices_without_a_profile(tmp_path):
@@ -225,6 +256,14 @@ BAD = [
     ("[guest]\ncpu_rate = true\n" + MINIMAL, "guest.cpu_rate", "not a boolean"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\ncpu_rate = 2\n" + MINIMAL, "guest.cpu_rate",
      "sets the instruction rate of deterministic mode (icount); in realtime mode"),
+    ("[guest]\nvcpu_clocks = \"own\"\n" + MINIMAL, "guest.vcpu_clocks",
+     "'own' is not one of: shared, parallel"),
+    ("[guest]\nvcpu_clocks = \"parallel\"\nvcpu_quantum_ns = 1000001\n" + MINIMAL,
+     "guest.vcpu_quantum_ns", "must be between 1 and 1000000, got 1000001"),
+    ("[guest]\nvcpu_quantum_ns = 100\n" + MINIMAL, "guest.vcpu_quantum_ns",
+     "needs vcpu_clocks = \"parallel\""),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_clocks = \"shared\"\n" + MINIMAL,
+     "guest.vcpu_clocks", "in realtime mode each vCPU is a host thread"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
     ("[[job]]\nname = \"j\"\n", "device", "at least one [[device]] is required"),
     ("[[device]]\nname = \"d0\"\nkind = \"nvme\"\n", "job", "at least one [[job]]"),

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""What parallel vCPU clocks cost the host: a scenario with
+[guest] vcpu_clocks = "shared" against the same with "parallel" (QEMU's
+-icount parallel=on), at the same cpu_rate, side by side in one run.
+
+Both variants run at the same time, each its cells one at a time, so that
+they share whatever else loads the host. Per cell the script prints host
+wall seconds of the workload phase (host.workload_wall_seconds), the
+virtual seconds it covered (the jobs' runtime), the guest I/Os it
+completed, and from them host seconds per virtual second and host us per
+guest I/O; then the ratios parallel / shared of the totals. Parallel vCPUs
+do more guest work per virtual second, so per virtual second they may cost
+more host time even when they cost less per I/O.
+
+Usage: tests/bench/vcpu-clocks-cost.py [--scenario FILE] [--short] [--keep DIR]
+(default: scenarios/default.toml, its short form with --short)
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = "/usr/bin/python3"
+
+
+def with_clocks(text: str, clocks: str) -> str:
+    """The scenario's text with [guest] vcpu_clocks set to `clocks`."""
+    text = re.sub(r"(?m)^vcpu_clocks\s*=.*\n", "", text)
+    if re.search(r"(?m)^\[guest\]\s*$", text):
+        return re.sub(r"(?m)^\[guest\]\s*$", f'[guest]\nvcpu_clocks = "{clocks}"', text, count=1)
+    return text + f'\n[guest]\nvcpu_clocks = "{clocks}"\n'
+
+
+def run(scenario: Path, out: Path, short: bool) -> dict[str, dict]:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
+    cmd = [PYTHON, "-m", "blklab", "run", str(scenario), "--jobs", "1", "--out", str(out),
+           "--no-report"] + (["--short"] if short else [])
+    proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode not in (0, 1):  # 1: an expectation failed; the cells are there
+        sys.exit(f"vcpu-clocks-cost: run failed:\n{proc.stdout}\n{proc.stderr}")
+    return {p.name[len("cell-"):-len(".json")]: json.loads(p.read_text())
+            for p in sorted(out.glob("cell-*.json"))}
+
+
+def figures(cell: dict) -> tuple[float, float, int]:
+    """(host seconds of the workload, virtual seconds, guest I/Os)."""
+    jobs = (cell.get("workload") or {}).get("jobs", [])
+    virtual = max((j.get("job_runtime", 0) for j in jobs), default=0) / 1000.0
+    ios = sum(j.get(d, {}).get("total_ios", 0) for j in jobs for d in ("read", "write", "trim"))
+    return cell["host"].get("workload_wall_seconds") or 0.0, virtual, ios
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenario", type=Path, default=REPO / "scenarios" / "default.toml")
+    p.add_argument("--short", action="store_true", help="run the scenario's short form")
+    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="vcpu-clocks-cost-"))
+    try:
+        out = args.keep or tmp
+        out.mkdir(parents=True, exist_ok=True)
+        text = args.scenario.read_text()
+        variants = ("shared", "parallel")
+        paths = {}
+        for v in variants:
+            paths[v] = args.scenario.parent / f".{args.scenario.stem}-{v}.toml"
+            paths[v].write_text(with_clocks(text, v))
+        try:
+            with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
+                futures = {v: pool.submit(run, paths[v], out / v, args.short) for v in variants}
+                runs = {v: f.result() for v, f in futures.items()}
+        finally:
+            for path in paths.values():
+                path.unlink(missing_ok=True)
+        print(f"{'cell':28} {'clocks':9} {'host s':>8} {'virtual s':>10} {'I/Os':>9} "
+              f"{'host s/virt s':>14} {'host us/IO':>11}")
+        totals = {v: [0.0, 0.0, 0] for v in variants}
+        for cid in runs["shared"]:
+            for v in variants:
+                if cid not in runs[v]:
+                    continue
+                host, virtual, ios = figures(runs[v][cid])
+                t = totals[v]
+                t[0] += host
+                t[1] += virtual
+                t[2] += ios
+                print(f"{cid:28} {v:9} {host:8.1f} {virtual:10.3f} {ios:9d} "
+                      f"{host / virtual if virtual else 0:14.1f} "
+                      f"{1e6 * host / ios if ios else 0:11.1f}")
+        for v in variants:
+            host, virtual, ios = totals[v]
+            print(f"{'total':28} {v:9} {host:8.1f} {virtual:10.3f} {ios:9d} "
+                  f"{host / virtual if virtual else 0:14.1f} {1e6 * host / ios if ios else 0:11.1f}")
+        s, par = totals["shared"], totals["parallel"]
+        if s[0] and s[1] and s[2] and par[1] and par[2]:
+            print(f"parallel / shared: host s per virtual s "
+                  f"{(par[0] / par[1]) / (s[0] / s[1]):.2f}x, host us per guest I/O "
+                  f"{(par[0] / par[2]) / (s[0] / s[2]):.2f}x, guest I/Os per virtual s "
+                  f"{(par[2] / par[1]) / (s[2] / s[1]):.2f}x")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
