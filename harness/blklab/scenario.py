@@ -68,7 +68,7 @@ CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
 # running vCPUs' clocks (docs/determinism.md).
 VCPU_CLOCKS = ("shared", "parallel")
 DEFAULT_VCPU_CLOCKS = "shared"
-DEFAULT_VCPU_QUANTUM_NS = 1000
+DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
 
 

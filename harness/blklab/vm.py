@@ -98,8 +98,14 @@ class VMConfig:
         # and the CPU says its TSC is invariant (cpu_model()): the guest
         # runs its own TSC checks (the warp check at bring-up, the
         # clocksource watchdog) and tests read what it says of them.
+        # The warp check's verdict for each CPU brought up is a pr_debug():
+        # enabled, and with the console taking KERN_DEBUG (a dozen more
+        # lines, all at boot), the console says "TSC synchronization
+        # [CPU#0 -> CPU#n]: passed".
         parts = ["console=ttyS0", "panic=-1", "oops=panic", "nokaslr", "random.trust_cpu=off"]
-        if not self.parallel_vcpu_clocks:
+        if self.parallel_vcpu_clocks:
+            parts += ['dyndbg="file arch/x86/kernel/tsc_sync.c +p"', "loglevel=8"]
+        else:
             parts.append("tsc=reliable")
         d = self.device
         if d is not None and d.kind == "virtio-blk" and d.queue_depth is not None:

@@ -68,8 +68,8 @@ def test_cpu_rate(tmp_path, written, rate, text):
 
 @pytest.mark.parametrize("written, clocks, quantum", [
     ("", "shared", None), ('vcpu_clocks = "shared"\n', "shared", None),
-    ('vcpu_clocks = "parallel"\n', "parallel", 1000),
-    ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 250\n', "parallel", 250),
+    ('vcpu_clocks = "parallel"\n', "parallel", 250),
+    ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 500\n', "parallel", 500),
     ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 1000000\n', "parallel", 1000000),
 ])
 def test_vcpu_clocks(tmp_path, written, clocks, quantum):
@@ -93,6 +93,7 @@ def test_vcpu_clocks_on_qemus_command_line(tmp_path):
     assert "-icount rate=2.5,sleep=off " in shared
     parallel = cmd(vcpu_clocks="parallel", vcpu_quantum_ns=250)
     assert "-cpu qemu64,+invtsc " in parallel and "tsc=reliable" not in parallel
+    assert 'dyndbg="file arch/x86/kernel/tsc_sync.c +p"' in parallel
     assert "-icount rate=2.5,sleep=off,parallel=on,quantum=250 " in parallel
 
 
