@@ -112,6 +112,33 @@ def test_libvirt_backend_gives_the_same_bytes_as_direct(built, libvirtd, tmp_pat
     assert "blklab-" not in names
 
 
+def test_parallel_vcpu_clocks_through_libvirt(built, libvirtd, tmp_path):
+    """A cell on parallel vCPU clocks (2 vCPUs) through both backends: the
+    same bytes, and the same clocks figures read back from QEMU. libvirt
+    writes the invariant TSC as a <feature> of its own CPU model."""
+    scenario = tmp_path / "par.toml"
+    scenario.write_text('[scenario]\nname = "par"\nmode = "deterministic"\ntimeout_s = 600\n'
+                        'schedulers = ["mq-deadline"]\n[guest]\nvcpus = 2\nmemory_mib = 512\n'
+                        'vcpu_clocks = "parallel"\n'
+                        + nvme(1, profile="samsung-970evoplus-1t") + MIXED_JOB)
+    outs = {}
+    for backend in ("direct", "libvirt"):
+        outs[backend] = tmp_path / backend
+        proc = run_blklab("run", str(scenario), "--backend", backend, "--no-report",
+                          "--out", str(outs[backend]))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    (direct,), (lv,) = cells_of(outs["direct"]).values(), cells_of(outs["libvirt"]).values()
+    assert lv["status"] == "ok", lv["error"]
+    xml = (outs["libvirt"] / lv["files"]["domain_xml"]).read_text()
+    assert "<feature policy=\"require\" name=\"invtsc\" />" in xml
+    assert lv["vcpu_clocks"]["drift_max_ns"] > 0 and lv["vcpu_clocks"]["unsynced_reads"] == 0
+    assert lv["vcpu_clocks"] == direct["vcpu_clocks"]
+    diffs = diverge.result_differences(direct, lv, skip=NOT_COMPARED)
+    assert not diffs, f"results differ in {diffs[:10]}"
+    assert _guest_part(lv) == _guest_part(direct)
+    assert console(outs["libvirt"], lv) == console(outs["direct"], direct)
+
+
 @pytest.fixture
 def dask_cluster(tmp_path):
     cluster = DaskCluster(tmp_path, REPO, workers=2)
