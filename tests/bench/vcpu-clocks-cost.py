@@ -74,7 +74,8 @@ def main() -> int:
         variants = ("shared", "parallel")
         paths = {}
         for v in variants:
-            paths[v] = args.scenario.parent / f".{args.scenario.stem}-{v}.toml"
+            # beside the original, so that its relative paths still resolve
+            paths[v] = args.scenario.parent / f"{args.scenario.stem}.{v}-clocks.toml"
             paths[v].write_text(with_clocks(text, v))
         try:
             with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
