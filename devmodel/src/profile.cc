@@ -597,6 +597,7 @@ bool CheckProfileFromString(const std::string& toml_text, const std::string& nam
       summary->model = loader.model();
       summary->capacity_bytes = device->capacity_bytes();
       summary->logical_block_bytes = device->logical_block_bytes();
+      summary->rotation_rate = device->rotation_rate_rpm();
       summary->deadlines_final = device->deadlines_final();
     }
     return true;

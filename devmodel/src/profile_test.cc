@@ -22,6 +22,7 @@ TEST(ProfileTest, EveryShippedProfileLoads) {
       EXPECT_EQ(summary.capacity_bytes, device->capacity_bytes()) << entry.path();
       EXPECT_EQ(summary.logical_block_bytes, device->logical_block_bytes()) << entry.path();
       EXPECT_EQ(summary.deadlines_final, device->deadlines_final()) << entry.path();
+      EXPECT_EQ(summary.rotation_rate, device->rotation_rate_rpm()) << entry.path();
       EXPECT_FALSE(summary.model.empty());
       EXPECT_GT(device->capacity_bytes(), 0u);
       printf("[ loaded   ] %-28s %8.1f GB, rpm %u, %6.1f MiB model state\n",

@@ -77,6 +77,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
     if d.profile is not None:
         device["profile"] = {"name": d.profile.name, "sha256": d.profile.sha256,
                              "seed": devmodel_seed(cell)}
+        if d.profile.precondition:
+            device["profile"]["precondition"] = d.profile.precondition
     return {
         "scenario": scenario.name,
         "device": device,

@@ -220,7 +220,8 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "image": image,
         "devmodel": {"sha256": qemu_manifest.get("devmodel_sha256"),
                      "profiles": {d.name: {"name": d.profile.name, "path": d.profile.path,
-                                           "sha256": d.profile.sha256}
+                                           "sha256": d.profile.sha256,
+                                           "precondition": d.profile.precondition or None}
                                   for d in scenario.devices if d.profile is not None}},
         "customer_fio": (hashlib.sha256(scenario.customer_fio).hexdigest()
                          if scenario.customer_fio is not None else None),

@@ -16,6 +16,7 @@ import itertools
 import json
 import re
 import subprocess
+import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,6 +116,10 @@ class Profile:
     capacity_bytes: int = 0
     logical_block_bytes: int = 512
     rotation_rate: int = 1
+    # [[device]] precondition: the state the SSD starts in, in place of the
+    # profile's [ssd] precondition ("" = the profile's own). text and sha256
+    # are then of the profile as QEMU reads it, with that line replaced.
+    precondition: str = ""
 
 
 @dataclass(frozen=True)
@@ -432,9 +437,9 @@ def _parse_profile(reader: _Reader, scenario_path: str, check: bool) -> Profile 
 
 
 def profile_info(path: Path) -> dict[str, Any]:
-    """What devmodel-info prints for a profile, or {"error": message}.
-    Loading an SSD profile preconditions its FTL (seconds), so the answer
-    is kept for the same profile bytes and the same devmodel-info."""
+    """What `devmodel-info --check` prints for a profile (validated by the
+    library QEMU links, the drive's state not built), or {"error": message}.
+    The answer is kept for the same profile bytes and devmodel-info."""
     from blklab import paths
 
     tool = paths.devmodel_info()
@@ -450,10 +455,66 @@ def profile_info(path: Path) -> dict[str, Any]:
 @functools.lru_cache(maxsize=64)
 def _profile_info(tool: str, path: str, sha256: str, built: int) -> dict[str, Any]:
     """devmodel-info's answer; sha256 and built only key the cache."""
-    proc = subprocess.run([tool, path], capture_output=True, text=True)
+    proc = subprocess.run([tool, "--check", path], capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip() or f"devmodel-info exited {proc.returncode}"}
     return json.loads(proc.stdout)
+
+
+# [[device]] precondition: the device model's [ssd] precondition
+# (devmodel/include/devmodel/ssd.h): "none" factory-fresh (a read of an LBA
+# never written costs no NAND read), "full" every LBA written once in order,
+# "steady" full and then random overwrites until garbage collection runs.
+PRECONDITIONS = ("none", "full", "steady")
+_TABLE_HEADER = re.compile(r"\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
+_PRECONDITION_LINE = re.compile(r"\s*precondition\s*=")
+
+
+def profile_with_precondition(text: str, value: str) -> str | None:
+    """The profile's TOML text with its [ssd] table's precondition set to
+    `value` (the key's line, if any, removed; the new one first in the
+    table), or None when the text has no [ssd] table."""
+    out, in_ssd, placed = [], False, False
+    for line in text.splitlines(keepends=True):
+        header = _TABLE_HEADER.match(line)
+        if header:
+            in_ssd = header.group(1) == "ssd"
+            out.append(line if line.endswith("\n") else line + "\n")
+            if in_ssd and not placed:
+                out.append(f'precondition = "{value}"  # set by the scenario\'s [[device]]\n')
+                placed = True
+            continue
+        if in_ssd and _PRECONDITION_LINE.match(line):
+            continue
+        out.append(line)
+    return "".join(out) if placed else None
+
+
+def _precondition(reader: _Reader, profile: Profile | None, check: bool) -> Profile | None:
+    """`precondition`: the profile with its SSD's starting state replaced."""
+    value = reader.choice("precondition", PRECONDITIONS)
+    if value is None:
+        return profile
+    if profile is None:
+        raise reader.error("precondition", "sets the state of the device model's SSD and "
+                           "needs an SSD profile")
+    if not check:
+        return replace(profile, precondition=value)
+    model = profile_info(Path(profile.path)).get("model")
+    text = profile_with_precondition(profile.text, value) if model == "ssd" else None
+    if text is None:
+        raise reader.error("precondition", f"applies to SSD profiles only; '{profile.name}' "
+                           f"has [device] model = \"{model}\"")
+    with tempfile.TemporaryDirectory(prefix="blklab-profile-") as tmp:
+        derived = Path(tmp) / Path(profile.path).name
+        derived.write_text(text)
+        info = profile_info(derived)
+    if "error" in info:
+        raise reader.error("precondition", f"'{profile.name}' with precondition = "
+                           f"\"{value}\" does not load: "
+                           f"{info['error'].replace(str(derived), profile.path)}")
+    return replace(profile, text=text, precondition=value,
+                   sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
 def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> list[Device]:
@@ -470,7 +531,7 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
             raise r.error("name", f"'{name}' must be 1-64 of letters, digits, '_', '.', '-'")
         kind = r.choice("kind", DEVICE_KINDS, required=True)
         backing = r.choice("backing", BACKINGS, "file")
-        profile = _parse_profile(r, path, check_profiles)
+        profile = _precondition(r, _parse_profile(r, path, check_profiles), check_profiles)
         size = _parse_size_gib(r, profile)
         rotation = r.integer("rotation_rate", None, 1, 65534)
         if rotation is not None and kind not in ("ide-hd", "ahci-hd"):

@@ -135,3 +135,42 @@ def test_a_run_read_back_needs_no_profile_file(tmp_path):
     p.write_text('[[device]]\nname = "d0"\nkind = "nvme"\nprofile = "gone.toml"\n' + JOB)
     d = scenario.load(p, check_profiles=False).devices[0]
     assert d.profile.name == "gone.toml"
+
+
+def test_precondition_replaces_the_profiles_ssd_state(tmp_path):
+    base = load(tmp_path, 'kind = "nvme"\nprofile = "samsung-970evoplus-1t"\n').devices[0]
+    d = load(tmp_path, 'kind = "nvme"\nprofile = "samsung-970evoplus-1t"\n'
+             'precondition = "full"\n').devices[0]
+    assert base.profile.precondition == "" and d.profile.precondition == "full"
+    assert d.profile.sha256 != base.profile.sha256
+    import hashlib
+    assert d.profile.sha256 == hashlib.sha256(d.profile.text.encode()).hexdigest()
+    lines = d.profile.text.splitlines()
+    # one precondition line, first in [ssd]; every other line as the profile has it
+    assert [x for x in lines if x.startswith("precondition =")] == [
+        'precondition = "full"  # set by the scenario\'s [[device]]']
+    assert lines[lines.index("[ssd]") + 1].startswith('precondition = "full"')
+    assert [x for x in lines if not x.startswith("precondition =")] == [
+        x for x in base.profile.text.splitlines() if not x.startswith("precondition =")]
+    assert d.profile.capacity_bytes == base.profile.capacity_bytes
+
+
+def test_precondition_text_when_the_profile_omits_the_key():
+    text = '[device]\nmodel = "ssd"\n\n[ssd] # the drive\ncapacity_bytes = 1\n'
+    out = scenario.profile_with_precondition(text, "steady")
+    assert out == ('[device]\nmodel = "ssd"\n\n[ssd] # the drive\nprecondition = "steady"'
+                   '  # set by the scenario\'s [[device]]\ncapacity_bytes = 1\n')
+    # a key of that name in another table stays; no [ssd] table: None
+    assert scenario.profile_with_precondition('[hdd]\nprecondition = 1\n', "full") is None
+
+
+def test_precondition_errors_name_the_key_and_what_is_allowed(tmp_path):
+    msg = error(tmp_path, 'kind = "nvme"\nprofile = "samsung-970evoplus-1t"\n'
+                'precondition = "aged"\n')
+    assert "device[0].precondition" in msg and "none, full, steady" in msg
+    msg = error(tmp_path, 'kind = "ide-hd"\nprofile = "hdd-7200-desktop-1t"\n'
+                'precondition = "full"\n')
+    assert "device[0].precondition" in msg and "SSD profiles only" in msg and "model = \"hdd\"" in msg
+    with pytest.raises(ScenarioError) as e:
+        load(tmp_path, 'kind = "nvme"\nprecondition = "full"\n', mode="realtime")
+    assert "device[0].precondition" in str(e.value) and "needs an SSD profile" in str(e.value)

@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""What parallel vCPU clocks cost the host: a scenario with
-[guest] vcpu_clocks = "shared" against the same with "parallel" (QEMU's
--icount parallel=on), at the same cpu_rate, side by side in one run.
+"""What parallel vCPU clocks and a faster guest CPU cost the host: a scenario
+with [guest] vcpu_clocks = "shared" against the same with "parallel" (QEMU's
+-icount parallel=on) at the same cpu_rate, and "parallel" again at a second
+rate (--rate, default 2), side by side in one run.
 
-Both variants run at the same time, each its cells one at a time, so that
+All variants run at the same time, each its cells one at a time, so that
 they share whatever else loads the host. Per cell the script prints host
 wall seconds of the workload phase (host.workload_wall_seconds), the
 virtual seconds it covered (the jobs' runtime), the guest I/Os it
 completed, and from them host seconds per virtual second and host us per
-guest I/O; then the ratios parallel / shared of the totals. Parallel vCPUs
-do more guest work per virtual second, so per virtual second they may cost
-more host time even when they cost less per I/O.
+guest I/O; then the ratios of the totals: parallel / shared at the
+scenario's rate, and the second rate / the scenario's rate, both parallel.
+Parallel vCPUs and a faster guest CPU do more guest work per virtual
+second, so per virtual second they may cost more host time even when they
+cost less per I/O.
 
-Usage: tests/bench/vcpu-clocks-cost.py [--scenario FILE] [--short] [--keep DIR]
+Usage: tests/bench/vcpu-clocks-cost.py [--scenario FILE] [--short] [--rate R] [--keep DIR]
 (default: scenarios/default.toml, its short form with --short)
 """
 
@@ -33,12 +36,20 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 
 
-def with_clocks(text: str, clocks: str) -> str:
-    """The scenario's text with [guest] vcpu_clocks set to `clocks`."""
-    text = re.sub(r"(?m)^vcpu_clocks\s*=.*\n", "", text)
+def with_guest(text: str, keys: dict[str, str]) -> str:
+    """The scenario's text with these [guest] keys set (values as TOML)."""
+    for key in keys:
+        text = re.sub(rf"(?m)^{key}\s*=.*\n", "", text)
+    lines = "\n".join(f"{k} = {v}" for k, v in keys.items())
     if re.search(r"(?m)^\[guest\]\s*$", text):
-        return re.sub(r"(?m)^\[guest\]\s*$", f'[guest]\nvcpu_clocks = "{clocks}"', text, count=1)
-    return text + f'\n[guest]\nvcpu_clocks = "{clocks}"\n'
+        return re.sub(r"(?m)^\[guest\]\s*$", f"[guest]\n{lines}", text, count=1)
+    return text + f"\n[guest]\n{lines}\n"
+
+
+def scenario_rate(text: str) -> float:
+    """The scenario's [guest] cpu_rate (1 when it sets none)."""
+    import tomllib
+    return float(tomllib.loads(text).get("guest", {}).get("cpu_rate", 1))
 
 
 def run(scenario: Path, out: Path, short: bool) -> dict[str, dict]:
@@ -64,6 +75,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", type=Path, default=REPO / "scenarios" / "default.toml")
     p.add_argument("--short", action="store_true", help="run the scenario's short form")
+    p.add_argument("--rate", type=float, default=2.0,
+                   help="the second cpu_rate, run with parallel clocks (default 2)")
     p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="vcpu-clocks-cost-"))
@@ -71,12 +84,19 @@ def main() -> int:
         out = args.keep or tmp
         out.mkdir(parents=True, exist_ok=True)
         text = args.scenario.read_text()
-        variants = ("shared", "parallel")
+        rate = scenario_rate(text)
+        # label -> (vcpu_clocks, cpu_rate)
+        variants = {f"shared-r{rate:g}": ("shared", rate),
+                    f"parallel-r{rate:g}": ("parallel", rate),
+                    f"parallel-r{args.rate:g}": ("parallel", args.rate)}
+        if len(variants) < 3:
+            sys.exit(f"vcpu-clocks-cost: --rate {args.rate:g} is the scenario's own rate")
         paths = {}
-        for v in variants:
+        for label, (clocks, r) in variants.items():
             # beside the original, so that its relative paths still resolve
-            paths[v] = args.scenario.parent / f"{args.scenario.stem}.{v}-clocks.toml"
-            paths[v].write_text(with_clocks(text, v))
+            paths[label] = args.scenario.parent / f"{args.scenario.stem}.{label}.toml"
+            paths[label].write_text(
+                with_guest(text, {"vcpu_clocks": f'"{clocks}"', "cpu_rate": f"{r!r}"}))
         try:
             with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
                 futures = {v: pool.submit(run, paths[v], out / v, args.short) for v in variants}
@@ -84,10 +104,11 @@ def main() -> int:
         finally:
             for path in paths.values():
                 path.unlink(missing_ok=True)
-        print(f"{'cell':28} {'clocks':9} {'host s':>8} {'virtual s':>10} {'I/Os':>9} "
+        print(f"{'cell':28} {'variant':15} {'host s':>8} {'virtual s':>10} {'I/Os':>9} "
               f"{'host s/virt s':>14} {'host us/IO':>11}")
         totals = {v: [0.0, 0.0, 0] for v in variants}
-        for cid in runs["shared"]:
+        first = next(iter(variants))
+        for cid in runs[first]:
             for v in variants:
                 if cid not in runs[v]:
                     continue
@@ -96,19 +117,20 @@ def main() -> int:
                 t[0] += host
                 t[1] += virtual
                 t[2] += ios
-                print(f"{cid:28} {v:9} {host:8.1f} {virtual:10.3f} {ios:9d} "
+                print(f"{cid:28} {v:15} {host:8.1f} {virtual:10.3f} {ios:9d} "
                       f"{host / virtual if virtual else 0:14.1f} "
                       f"{1e6 * host / ios if ios else 0:11.1f}")
         for v in variants:
             host, virtual, ios = totals[v]
-            print(f"{'total':28} {v:9} {host:8.1f} {virtual:10.3f} {ios:9d} "
+            print(f"{'total':28} {v:15} {host:8.1f} {virtual:10.3f} {ios:9d} "
                   f"{host / virtual if virtual else 0:14.1f} {1e6 * host / ios if ios else 0:11.1f}")
-        s, par = totals["shared"], totals["parallel"]
-        if s[0] and s[1] and s[2] and par[1] and par[2]:
-            print(f"parallel / shared: host s per virtual s "
-                  f"{(par[0] / par[1]) / (s[0] / s[1]):.2f}x, host us per guest I/O "
-                  f"{(par[0] / par[2]) / (s[0] / s[2]):.2f}x, guest I/Os per virtual s "
-                  f"{(par[2] / par[1]) / (s[2] / s[1]):.2f}x")
+        shared, par, fast = (totals[v] for v in variants)
+        for name, a, b in ((f"parallel / shared at rate {rate:g}", par, shared),
+                           (f"rate {args.rate:g} / rate {rate:g}, parallel", fast, par)):
+            if all(a) and all(b):
+                print(f"{name}: host s per virtual s {(a[0] / a[1]) / (b[0] / b[1]):.2f}x, "
+                      f"host us per guest I/O {(a[0] / a[2]) / (b[0] / b[2]):.2f}x, "
+                      f"guest I/Os per virtual s {(a[2] / a[1]) / (b[2] / b[1]):.2f}x")
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -18,6 +18,9 @@ DRIVES = [
     ("ssd1ms", "nvme", f"{PROFILES}/ssd-read-1000us.toml"),
     ("hdd", "nvme", "hdd-7200-desktop-1t"),
 ]
+# The ssd100 drive factory-fresh: [[device]] precondition replaces the
+# profile's "full", so no LBA is mapped and a read costs no NAND page read.
+FRESH = ("ssd100fresh", "nvme", f"{PROFILES}/ssd-read-100us.toml")
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +28,8 @@ def qd1_run(built, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("qd1")
     devices = "".join(f'\n[[device]]\nname = "{n}"\nkind = "{k}"\nbacking = "null"\n'
                       f'profile = "{p}"\n' for n, k, p in DRIVES)
+    devices += (f'\n[[device]]\nname = "{FRESH[0]}"\nkind = "{FRESH[1]}"\nbacking = "null"\n'
+                f'profile = "{FRESH[2]}"\nprecondition = "none"\n')
     scenario = tmp / "qd1.toml"
     scenario.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
                         'timeout_s = 600\n[guest]\nvcpus = 1\n' + devices + """
@@ -64,3 +69,22 @@ def test_qd1_latency_is_the_models_plus_the_software_floor(qd1_run):
         print(f"{name}: guest {mean_read_ns(cell):.0f} ns - floor {floor:.0f} ns = {guest:.0f} ns;"
               f" model {model_mean:.0f} ns")
         assert guest == pytest.approx(model_mean, rel=0.02), name
+
+
+def test_precondition_decides_whether_reads_reach_the_media(qd1_run):
+    used, fresh = qd1_run["ssd100.none.r0"], qd1_run[f"{FRESH[0]}.none.r0"]
+    assert "precondition" not in used["request"]["device"]["profile"]
+    assert fresh["request"]["device"]["profile"]["precondition"] == "none"
+    assert fresh["request"]["device"]["profile"]["sha256"] != \
+        used["request"]["device"]["profile"]["sha256"]
+    reads = fresh["devmodel"]["reads"]
+    assert reads == used["devmodel"]["reads"] > 1000
+    # the profile's own "full": one 16 KiB page read per 4 KiB read (94 us)
+    assert used["devmodel"]["nand_pages_read"] == reads
+    assert model_mean_read_ns(used) > 94_000
+    # fresh: an unmapped LBA reads as zeros from the controller, no page read
+    assert fresh["devmodel"]["nand_pages_read"] == 0
+    assert model_mean_read_ns(fresh) < 10_000
+    print(f"ssd100 full: {model_mean_read_ns(used):.0f} ns per read, guest "
+          f"{mean_read_ns(used):.0f}; none: {model_mean_read_ns(fresh):.0f}, guest "
+          f"{mean_read_ns(fresh):.0f}")

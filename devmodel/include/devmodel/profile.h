@@ -30,6 +30,7 @@ struct ProfileSummary {
   std::string model;  // "ssd", "hdd", "cloud" or "zero"
   std::uint64_t capacity_bytes = 0;
   std::uint32_t logical_block_bytes = 0;
+  std::uint32_t rotation_rate = 1;  // ATA IDENTIFY word 217: rpm, 1 = non-rotating
   bool deadlines_final = true;
 };
 
