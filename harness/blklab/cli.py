@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the scenario's short form: its [short] table applied")
     r.add_argument("--repeats", type=_positive, help="override scenario.repeats")
     r.add_argument("--mode", choices=scenario_mod.MODES, help="override scenario.mode")
+    r.add_argument("--guest", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a [guest] key for this run in place of the file's, e.g. --guest cpu_rate=4 "
+                   "--guest vcpus=4 (repeatable; keys: " + ", ".join(scenario_mod.GUEST_KEYS) + ")")
     r.add_argument("--accel", choices=("tcg", "kvm"), help="skip the KVM probe and use this")
     r.add_argument("--jobs", type=_positive, help="cells run in parallel (default: cores)")
     r.add_argument("--out", type=Path, help="run directory (default results/<scenario>/<run-id>)")
@@ -52,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
     v.add_argument("--short", action="store_true", help="list the short form's cells")
+    v.add_argument("--guest", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a [guest] key for this run in place of the file's, e.g. --guest cpu_rate=4 "
+                   "--guest vcpus=4 (repeatable; keys: " + ", ".join(scenario_mod.GUEST_KEYS) + ")")
     v.add_argument("--kernel", action="store_true",
                    help="print the guest kernel, <series>-<flavour> ([guest] kernel), "
                    "instead of the cells")
@@ -158,7 +164,8 @@ def _baseline_file(args: argparse.Namespace, name: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    s = scenario_mod.load(args.scenario, short=args.short, mode=args.mode)
+    s = scenario_mod.load(args.scenario, short=args.short, mode=args.mode,
+                          guest_set=scenario_mod.parse_guest_set(args.guest))
     from blklab import expectations, runner, table
 
     options = runner.RunOptions(mode=args.mode, accel=args.accel, jobs=args.jobs, out=args.out,
@@ -206,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "validate":
-            s = scenario_mod.load(args.scenario, short=args.short)
+            s = scenario_mod.load(args.scenario, short=args.short,
+                                  guest_set=scenario_mod.parse_guest_set(args.guest))
             if args.kernel:
                 print(s.guest.kernel)
                 return 0

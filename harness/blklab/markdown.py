@@ -6,6 +6,7 @@ their verdicts."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from blklab import expectations as expectations_mod
@@ -28,7 +29,8 @@ def run_command(manifest: dict[str, Any]) -> str:
     path = scenario.get("path", "")
     shown = "scenarios/" + path.rsplit("/scenarios/", 1)[1] if "/scenarios/" in path \
         else path or f"{scenario.get('name', '?')}.toml"
-    return "blklab run " + ("--short " if manifest.get("short") else "") + shown
+    guest = "".join(f"--guest {shlex.quote(item)} " for item in manifest.get("guest_set") or ())
+    return "blklab run " + ("--short " if manifest.get("short") else "") + guest + shown
 
 
 def render(cells: list[dict[str, Any]], manifest: dict[str, Any],

@@ -93,6 +93,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str,
         inputs["vcpu_clocks"] = [scenario.guest.vcpu_clocks, scenario.guest.vcpu_quantum_ns]
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
+    if scenario.guest_set:  # only then, so other runs keep their ids
+        inputs["guest_set"] = scenario.guest_set
     if job_file_hashes(scenario):  # only then, so other runs keep their ids
         inputs["job_files"] = job_file_hashes(scenario)
     key = json.dumps(inputs, sort_keys=True)
@@ -216,6 +218,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
         "short": scenario.short,  # [short] applied (blklab run --short)
+        "guest_set": [f"{k}={v}" for k, v in scenario.guest_set],  # blklab run --guest
         "qemu": qemu_manifest,
         "image": image,
         "devmodel": {"sha256": qemu_manifest.get("devmodel_sha256"),
@@ -305,9 +308,11 @@ def load_run(run_dir: Path) -> Run:
     # The mode the run had (a scenario without scenario.mode reads as the
     # default of the blklab that reads it).
     mode = manifest.get("mode")
+    guest_set = tuple(tuple(item.split("=", 1)) for item in manifest.get("guest_set") or ())
     scenario = scenario_mod.load(run_dir / SCENARIO_COPY, check_profiles=False,
                                  short=bool(manifest.get("short")),
-                                 mode=mode if mode in scenario_mod.MODES else None)
+                                 mode=mode if mode in scenario_mod.MODES else None,
+                                 guest_set=guest_set)
     cells = []
     for cid in manifest.get("cells", []):
         data = load_cell(cell_json_path(run_dir, cid))

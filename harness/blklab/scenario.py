@@ -278,6 +278,9 @@ class Scenario:
     # scenario.customer_fio: the customer's fio JSON (bytes), which the run
     # keeps and its report sets beside the cells' figures; None = none.
     customer_fio: bytes | None = field(default=None, repr=False)
+    # [guest] keys set for this run in place of the file's (blklab run
+    # --guest KEY=VALUE): (key, value as TOML), in the order given.
+    guest_set: tuple[tuple[str, str], ...] = ()
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -1061,14 +1064,60 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
     return values or queue.get(key)
 
 
+# The [guest] keys `blklab run --guest KEY=VALUE` may set.
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns")
+_GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks")  # kernel=6.12 is the series, not a number
+
+
+def parse_guest_set(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """`--guest KEY=VALUE` arguments as (key, TOML value): VALUE is a TOML
+    value (4, 2.5, "parallel"), or else taken as a string (parallel).
+    Raises ScenarioError naming the argument."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not value.strip():
+            raise ScenarioError("--guest", None, f"'{item}' is not KEY=VALUE (keys: "
+                                f"{', '.join(GUEST_KEYS)})")
+        if key not in GUEST_KEYS:
+            raise ScenarioError("--guest", None, f"'{key}' is not a [guest] key (keys: "
+                                f"{', '.join(GUEST_KEYS)})")
+        value = value.strip()
+        try:
+            tomllib.loads(f"v = {value}")
+            quote = key in _GUEST_TEXT_KEYS and not value.startswith(('"', "'"))
+        except tomllib.TOMLDecodeError:
+            quote = True
+        if quote:
+            value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out[key] = value
+    return tuple(out.items())
+
+
 def load(path: str | Path, check_profiles: bool = True, short: bool = False,
-         mode: str | None = None) -> Scenario:
+         mode: str | None = None, guest_set: tuple[tuple[str, str], ...] = ()) -> Scenario:
     """Parse and validate a scenario file. Raises ScenarioError. Without
     check_profiles, device profiles are read but not loaded (a run read back
     for its report needs only their names). With short, the file's [short]
     table is applied first (see _short_form); either way a [short] table
     that would not give a valid scenario is an error. `mode`, if given,
-    replaces scenario.mode (blklab run --mode)."""
+    replaces scenario.mode (blklab run --mode); `guest_set` (from
+    parse_guest_set) replaces [guest] keys, and an error in one says so."""
+    try:
+        s = _load(path, check_profiles, short, mode, guest_set)
+    except ScenarioError as e:
+        given = dict(guest_set)
+        if e.key is not None and e.key.startswith("guest.") and e.key[6:] in given:
+            raise ScenarioError(e.path, e.key, f"{e.message} (set by --guest "
+                                f"{e.key[6:]}={given[e.key[6:]]})") from None
+        raise
+    s.guest_set = guest_set
+    return s
+
+
+def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
+          guest_set: tuple[tuple[str, str], ...]) -> Scenario:
     p = Path(path)
     shown = str(path)
     try:
@@ -1089,6 +1138,10 @@ def load(path: str | Path, check_profiles: bool = True, short: bool = False,
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(shown, None, f"is not valid TOML: {e}") from None
+    if guest_set:
+        guest_table = data.get("guest", {})
+        if isinstance(guest_table, dict):
+            data["guest"] = guest_table | {k: tomllib.loads(f"v = {v}")["v"] for k, v in guest_set}
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",

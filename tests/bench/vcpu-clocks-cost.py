@@ -25,7 +25,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,26 +35,16 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 
 
-def with_guest(text: str, keys: dict[str, str]) -> str:
-    """The scenario's text with these [guest] keys set (values as TOML)."""
-    for key in keys:
-        text = re.sub(rf"(?m)^{key}\s*=.*\n", "", text)
-    lines = "\n".join(f"{k} = {v}" for k, v in keys.items())
-    if re.search(r"(?m)^\[guest\]\s*$", text):
-        return re.sub(r"(?m)^\[guest\]\s*$", f"[guest]\n{lines}", text, count=1)
-    return text + f"\n[guest]\n{lines}\n"
-
-
 def scenario_rate(text: str) -> float:
     """The scenario's [guest] cpu_rate (1 when it sets none)."""
     import tomllib
     return float(tomllib.loads(text).get("guest", {}).get("cpu_rate", 1))
 
 
-def run(scenario: Path, out: Path, short: bool) -> dict[str, dict]:
+def run(scenario: Path, guest: list[str], out: Path, short: bool) -> dict[str, dict]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
     cmd = [PYTHON, "-m", "blklab", "run", str(scenario), "--jobs", "1", "--out", str(out),
-           "--no-report"] + (["--short"] if short else [])
+           "--no-report"] + [f"--guest={g}" for g in guest] + (["--short"] if short else [])
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     if proc.returncode not in (0, 1):  # 1: an expectation failed; the cells are there
         sys.exit(f"vcpu-clocks-cost: run failed:\n{proc.stdout}\n{proc.stderr}")
@@ -91,19 +80,12 @@ def main() -> int:
                     f"parallel-r{args.rate:g}": ("parallel", args.rate)}
         if len(variants) < 3:
             sys.exit(f"vcpu-clocks-cost: --rate {args.rate:g} is the scenario's own rate")
-        paths = {}
-        for label, (clocks, r) in variants.items():
-            # beside the original, so that its relative paths still resolve
-            paths[label] = args.scenario.parent / f"{args.scenario.stem}.{label}.toml"
-            paths[label].write_text(
-                with_guest(text, {"vcpu_clocks": f'"{clocks}"', "cpu_rate": f"{r!r}"}))
-        try:
-            with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
-                futures = {v: pool.submit(run, paths[v], out / v, args.short) for v in variants}
-                runs = {v: f.result() for v, f in futures.items()}
-        finally:
-            for path in paths.values():
-                path.unlink(missing_ok=True)
+        with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
+            futures = {label: pool.submit(run, args.scenario,
+                                          [f"vcpu_clocks={clocks}", f"cpu_rate={r:g}"],
+                                          out / label, args.short)
+                       for label, (clocks, r) in variants.items()}
+            runs = {v: f.result() for v, f in futures.items()}
         print(f"{'cell':28} {'variant':15} {'host s':>8} {'virtual s':>10} {'I/Os':>9} "
               f"{'host s/virt s':>14} {'host us/IO':>11}")
         totals = {v: [0.0, 0.0, 0] for v in variants}

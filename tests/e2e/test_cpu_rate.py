@@ -14,6 +14,9 @@ timer tick (CONFIG_HZ=250, a few thousand instructions each 4 ms) does
 not scale per I/O, under 1% of a ~10 us floor's instructions here; so
 R * F(R) is the same within 5% at every rate. Exactly 1/R ns per
 instruction is QEMU's own test (tests/qtest/icount-rate-test.c).
+
+One scenario file (rate 1, the default) runs at the other rates with
+`blklab run --guest cpu_rate=R`, which this also checks end to end.
 """
 
 import json
@@ -34,12 +37,14 @@ DEVICES = (device("floor", "nvme", "fixed-10us")
 def runs(built, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cpu-rate")
     out = {}
+    s = tmp / "rates.toml"
+    s.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
+                 'timeout_s = 900\n[guest]\nvcpus = 1\n' + DEVICES)
     for rate in RATES:
-        s = tmp / f"rate-{rate}.toml"
-        s.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
-                     f'timeout_s = 900\n[guest]\nvcpus = 1\ncpu_rate = {rate}\n' + DEVICES)
         run_dir = tmp / f"rate-{rate}"
-        proc = run_blklab("run", str(s), "--jobs", "2", "--no-report", "--out", str(run_dir))
+        flags = ["--guest", f"cpu_rate={rate:g}"] if rate != 1 else []
+        proc = run_blklab("run", str(s), *flags, "--jobs", "2", "--no-report", "--out",
+                          str(run_dir))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         out[rate] = run_dir
     return out
@@ -54,6 +59,12 @@ def test_the_rate_is_what_qemu_ran_and_what_the_cells_record(runs):
     for rate, run_dir in runs.items():
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["cpu_rate"] == rate
+        set_by_flag = [f"cpu_rate={rate:g}"] if rate != 1 else []
+        assert manifest["guest_set"] == set_by_flag
+        proc = run_blklab("report", "--markdown", str(run_dir))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(
+            "Run `blklab run " + "".join(f"--guest {x} " for x in set_by_flag)), proc.stdout
         for cid, cell in cells_of(run_dir).items():
             assert cell["status"] == "ok", (cid, cell["error"])
             assert cell["request"]["cpu_rate"] == rate, cid
