@@ -6,6 +6,7 @@ their verdicts."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -24,12 +25,21 @@ def latency(ns: float | None) -> str:
     return f"{ns / 1e3:.3g} us"
 
 
+def _plain(item: str) -> str:
+    """KEY=VALUE as one would type it: a TOML string of plain characters
+    without its quotes (--guest reads an unquoted value as text)."""
+    key, _, value = item.partition("=")
+    m = re.fullmatch(r'"([A-Za-z0-9._-]+)"', value)
+    return f"{key}={m.group(1)}" if m else item
+
+
 def run_command(manifest: dict[str, Any]) -> str:
     scenario = manifest.get("scenario", {})
     path = scenario.get("path", "")
     shown = "scenarios/" + path.rsplit("/scenarios/", 1)[1] if "/scenarios/" in path \
         else path or f"{scenario.get('name', '?')}.toml"
-    guest = "".join(f"--guest {shlex.quote(item)} " for item in manifest.get("guest_set") or ())
+    guest = "".join(f"--guest {shlex.quote(_plain(item))} "
+                    for item in manifest.get("guest_set") or ())
     return "blklab run " + ("--short " if manifest.get("short") else "") + guest + shown
 
 

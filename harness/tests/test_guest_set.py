@@ -80,7 +80,7 @@ def test_validate_lists_cells_with_the_keys_set(tmp_path, capsys):
 
 def test_markdown_names_the_flags_in_the_run_command():
     manifest = {"scenario": {"path": "/x/scenarios/default.toml"},
-                "guest_set": ["cpu_rate=4", 'vcpu_clocks="parallel"']}
+                "guest_set": ["cpu_rate=4", 'vcpu_clocks="parallel"', 'kernel="a b"']}
     assert markdown.run_command(manifest) == (
-        "blklab run --guest cpu_rate=4 --guest 'vcpu_clocks=\"parallel\"' "
-        "scenarios/default.toml")
+        "blklab run --guest cpu_rate=4 --guest vcpu_clocks=parallel "
+        "--guest 'kernel=\"a b\"' scenarios/default.toml")
