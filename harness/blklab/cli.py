@@ -24,6 +24,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _add_guest_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--guest", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a [guest] key for this run in place of the file's, e.g. "
+                        "--guest cpu_rate=4 --guest vcpus=4 (repeatable; keys: "
+                        + ", ".join(scenario_mod.GUEST_KEYS) + ")")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="blklab", description="A lab for the Linux block layer.")
     p.add_argument("--version", action="version", version=f"blklab {__version__}")
@@ -38,9 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the scenario's short form: its [short] table applied")
     r.add_argument("--repeats", type=_positive, help="override scenario.repeats")
     r.add_argument("--mode", choices=scenario_mod.MODES, help="override scenario.mode")
-    r.add_argument("--guest", action="append", default=[], metavar="KEY=VALUE",
-                   help="set a [guest] key for this run in place of the file's, e.g. --guest cpu_rate=4 "
-                   "--guest vcpus=4 (repeatable; keys: " + ", ".join(scenario_mod.GUEST_KEYS) + ")")
+    _add_guest_flag(r)
     r.add_argument("--accel", choices=("tcg", "kvm"), help="skip the KVM probe and use this")
     r.add_argument("--jobs", type=_positive, help="cells run in parallel (default: cores)")
     r.add_argument("--out", type=Path, help="run directory (default results/<scenario>/<run-id>)")
@@ -55,9 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a scenario file and list its cells")
     v.add_argument("scenario", type=Path)
     v.add_argument("--short", action="store_true", help="list the short form's cells")
-    v.add_argument("--guest", action="append", default=[], metavar="KEY=VALUE",
-                   help="set a [guest] key for this run in place of the file's, e.g. --guest cpu_rate=4 "
-                   "--guest vcpus=4 (repeatable; keys: " + ", ".join(scenario_mod.GUEST_KEYS) + ")")
+    _add_guest_flag(v)
     v.add_argument("--kernel", action="store_true",
                    help="print the guest kernel, <series>-<flavour> ([guest] kernel), "
                    "instead of the cells")
