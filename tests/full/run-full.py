@@ -63,6 +63,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
     rows = []
+    build = build_line()
     for name in names:
         run_dir = out / name
         started = time.monotonic()
@@ -78,9 +79,13 @@ def main() -> int:
         rows.append(r)
         print(f"{name}: {'ok' if r.passed else 'FAILS'} in {wall:.0f} s: {r.counts}",
               flush=True)
-    text = (f"`make test-full`, {today.strftime('%Y-%m-%d %H:%M')} UTC, {build_line()}; "
-            f"`--jobs {args.jobs}` on {os.cpu_count()} cores:\n\n" + summary.markdown(rows))
-    (out / "summary.md").write_text(text)
+        # Written after every scenario, so a run cut short still leaves its
+        # table, headed by how far it got.
+        so_far = "" if len(rows) == len(names) else f" (so far: {len(rows)} of {len(names)} scenarios)"
+        text = (f"`make test-full`, {today.strftime('%Y-%m-%d %H:%M')} UTC, {build}; "
+                f"`--jobs {args.jobs}` on {os.cpu_count()} cores{so_far}:\n\n"
+                + summary.markdown(rows))
+        (out / "summary.md").write_text(text)
     print(text)
     print(f"summary: {out / 'summary.md'}")
     return 0 if all(r.passed for r in rows) else 1
