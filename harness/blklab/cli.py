@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write RUN/report.html, or print RUN's tables as "
                          "Markdown (--markdown)")
-    rep.add_argument("run", type=Path)
+    rep.add_argument("run", type=Path, nargs="+",
+                     help="a run directory; with --markdown, several runs of one scenario "
+                     "give one table with a column per run")
     rep.add_argument("-o", "--output", type=Path, help="default: RUN/report.html")
     rep.add_argument("--markdown", action="store_true",
                      help="print the run's figures, notes and expectations as Markdown tables "
@@ -257,7 +259,19 @@ def main(argv: list[str] | None = None) -> int:
         from blklab import baseline, expectations, runner
 
         if args.command == "report":
-            run = runner.load_run(args.run)
+            if len(args.run) > 1:
+                if not args.markdown:
+                    raise BlklabError("report: several runs are shown side by side only with "
+                                      "--markdown; report.html is written for one run at a time")
+                from blklab import markdown
+
+                runs = [runner.load_run(path) for path in args.run]
+                try:
+                    print(markdown.render_runs([(r.cells, r.manifest) for r in runs]), end="")
+                except ValueError as e:
+                    raise BlklabError(f"report: {e}") from None
+                return 0
+            run = runner.load_run(args.run[0])
             outcomes = expectations.evaluate(run.scenario, run.cells)
             if args.markdown:
                 from blklab import markdown

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from blklab import expectations as expectations_mod
@@ -43,17 +44,88 @@ def run_command(manifest: dict[str, Any]) -> str:
     return "blklab run " + ("--short " if manifest.get("short") else "") + guest + shown
 
 
-def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
-           outcomes: list[expectations_mod.Outcome]) -> str:
-    # The run directory `blklab run` gives by default, not wherever this
-    # copy of it lives: the command a reader can repeat.
-    run_name = (f"results/{manifest.get('scenario', {}).get('name', '?')}/"
-                f"{manifest.get('run_id', '?')}")
+def run_name(manifest: dict[str, Any]) -> str:
+    """The run directory `blklab run` gives by default, not wherever this
+    copy of it lives: what a reader can pass to the command again."""
+    return (f"results/{manifest.get('scenario', {}).get('name', '?')}/"
+            f"{manifest.get('run_id', '?')}")
+
+
+def _run_line(manifest: dict[str, Any]) -> str:
     qemu = (manifest.get("qemu") or {}).get("cache_key", "unknown")
     image = str((manifest.get("image") or {}).get("hash", "unknown"))[:12]
-    out = [f"Run `{run_command(manifest)}` (run {manifest.get('run_id', '?')}, "
-           f"{manifest.get('mode', '?')} mode, QEMU build {qemu}, guest image {image}); "
-           f"tables by `blklab report --markdown {run_name}`:", ""]
+    return (f"`{run_command(manifest)}` (run {manifest.get('run_id', '?')}, "
+            f"{manifest.get('mode', '?')} mode, QEMU build {qemu}, guest image {image})")
+
+
+@dataclass(frozen=True)
+class Totals:
+    """One cell's figures over all its jobs, and what the device model says
+    of them. `in_device` is Little's law: requests in the device on average,
+    IOPS times the model's mean service time; `dies_busy` the share of the
+    workload's time the flash dies worked (SSD models only)."""
+
+    iops: float
+    service_ns: float | None
+    in_device: float | None
+    dies_busy: float | None
+
+
+def totals(cell: dict[str, Any]) -> Totals:
+    jobs = cell["summary"]
+    iops = sum(s["iops"] for s in jobs)
+    # The workload's measured length: its longest job's I/Os over its rate.
+    seconds = max((s["total_ios"] / s["iops"] for s in jobs if s.get("iops")), default=0.0)
+    model = cell.get("devmodel") or {}
+    ops = (model.get("service_ns") or {}).values()
+    count = sum(op["count"] for op in ops)
+    service = sum(op["total"] for op in ops) / count if count else None
+    dies = model.get("die_busy_ns") or []
+    busy = sum(dies) / (len(dies) * seconds * 1e9) if dies and seconds else None
+    return Totals(iops, service, iops * service / 1e9 if service is not None else None, busy)
+
+
+def _none_of(cell: dict[str, Any]) -> tuple:
+    """What identifies a cell's counterpart under none: the same device,
+    queue tunables, seed and repeat (iosched tunables are the scheduler's own)."""
+    req = cell["request"]
+    queue = tuple(sorted((k, v) for k, v in req.get("tunables", {}).items()
+                         if not k.startswith("iosched/")))
+    return req["device"]["name"], queue, req.get("seed"), req.get("repeat")
+
+
+def shares_of_none(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Each ok cell's IOPS (all jobs) over its none counterpart's, where the
+    run has one."""
+    ok = [c for c in cells if c["status"] == "ok"]
+    none = {_none_of(c): totals(c).iops for c in ok if c["request"]["scheduler"] == "none"}
+    return {c["cell_id"]: totals(c).iops / none[_none_of(c)] for c in ok
+            if none.get(_none_of(c))}
+
+
+def _figure(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def totals_table(cells: list[dict[str, Any]]) -> list[str]:
+    shares = shares_of_none(cells)
+    out = ["| cell | IOPS, all jobs | of none's | model's mean service | in the device "
+           "(Little) | dies busy |", "|---|---|---|---|---|---|"]
+    for c in cells:
+        if c["status"] != "ok":
+            continue
+        t = totals(c)
+        out.append(f"| {c['cell_id']} | {t.iops:,.0f} | {_figure(shares.get(c['cell_id']), '.2f')} "
+                   f"| {latency(t.service_ns)} | {_figure(t.in_device, '.1f')} | "
+                   f"{_figure(None if t.dies_busy is None else 100 * t.dies_busy, '.1f')}"
+                   f"{'' if t.dies_busy is None else '%'} |")
+    return out
+
+
+def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
+           outcomes: list[expectations_mod.Outcome]) -> str:
+    out = [f"Run {_run_line(manifest)}; "
+           f"tables by `blklab report --markdown {run_name(manifest)}`:", ""]
     out += ["| cell | job | dir | IOPS | mean | p50 | p99 | p99.9 |",
             "|---|---|---|---|---|---|---|---|"]
     for c in cells:
@@ -65,11 +137,15 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
             out.append(f"| {c['cell_id']} | {s['job']} | {s['direction']} | {s['iops']:.0f} | "
                        f"{latency(s['clat_mean_ns'])} | {latency(s['clat_p50_ns'])} | "
                        f"{latency(s['clat_p99_ns'])} | {latency(s['clat_p99.9_ns'])} |")
+    if any(c["status"] == "ok" for c in cells):
+        out += ["", f"Each cell over all its jobs (`blklab report --markdown "
+                f"{run_name(manifest)}`):", ""] + totals_table(cells)
     lines = notes.lines(cells)
     if lines:
         out += [""] + [f"- {line}" for line in lines]
     if outcomes:
-        out += ["", f"Expectations of the same run (`blklab report --markdown {run_name}`, "
+        out += ["", f"Expectations of the same run (`blklab report --markdown "
+                f"{run_name(manifest)}`, "
                 "as `blklab check` decides them):", "",
                 "| verdict | expectation | device | measured | per seed |",
                 "|---|---|---|---|---|"]
@@ -77,4 +153,44 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
             out.append(f"| {o.status} | {o.what} | {o.device} | {o.detail} | "
                        f"{o.per_seed() or '-'} |")
         out += ["", f"Expectations: {expectations_mod.summary(outcomes)}."]
+    return "\n".join(out) + "\n"
+
+
+def _label(manifest: dict[str, Any]) -> str:
+    """A run's column heading: what --guest set, else its run id."""
+    return " ".join(_plain(item) for item in manifest.get("guest_set") or ()) \
+        or str(manifest.get("run_id", "?"))
+
+
+def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
+    """Several runs of one scenario side by side (for example the same file
+    at several `--guest` settings): each cell's IOPS over all jobs, and its
+    share of none's, a column per run."""
+    scenarios = {m.get("scenario", {}).get("name") for _, m in runs}
+    if len(scenarios) != 1:
+        raise ValueError("runs of different scenarios cannot share a table: "
+                         + ", ".join(sorted(str(n) for n in scenarios)))
+    ids = []
+    for cells, _ in runs:
+        ids += [c["cell_id"] for c in cells if c["cell_id"] not in ids]
+    # Per run: each cell's IOPS, None for a cell that failed, and shares.
+    figures = [({c["cell_id"]: totals(c).iops if c["status"] == "ok" else None for c in cells},
+                shares_of_none(cells)) for cells, _ in runs]
+    head = "| cell | " + " | ".join(_label(m) for _, m in runs) + " |"
+    divider = "|---|" + "---|" * len(runs)
+    names = [run_name(m) for _, m in runs]
+    out = ["Tables by `blklab report --markdown " + " ".join(names) + "`, from these runs:", ""] + [f"- {_run_line(m)}" for _, m in runs] + [
+           "", "IOPS of each cell, all jobs summed:", "", head, divider]
+    for cid in ids:
+        out.append(f"| {cid} | " + " | ".join(
+            "-" if cid not in iops else "failed" if iops[cid] is None
+            else f"{iops[cid]:,.0f}" for iops, _ in figures)
+            + " |")
+    if any(shares for _, shares in figures):
+        out += ["", f"Each cell's IOPS over none's (`blklab report --markdown {' '.join(names)}`):",
+                "", head, divider]
+        for cid in ids:
+            if any(cid in shares for _, shares in figures):
+                out.append(f"| {cid} | " + " | ".join(
+                    _figure(shares.get(cid), ".2f") for _, shares in figures) + " |")
     return "\n".join(out) + "\n"

@@ -1,0 +1,117 @@
+"""`blklab report --markdown`: each cell over all its jobs (IOPS summed,
+share of none's, the model's mean service, requests in the device by
+Little's law, dies busy), and several runs of one scenario side by side."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from blklab import cli, markdown
+
+from test_summary import FIXTURES, make_run
+
+
+def cell(cid: str, scheduler: str, iops: list[float], seconds: float = 2.0,
+         tunables: dict | None = None, devmodel: dict | None = None) -> dict:
+    c = json.loads((FIXTURES / "today-qemu.json").read_text())
+    c["cell_id"] = cid
+    c["request"]["scheduler"] = scheduler
+    c["request"]["tunables"] = tunables or {}
+    base = c["summary"][0]
+    c["summary"] = [dict(base, job=f"j{i}", iops=x, total_ios=round(x * seconds))
+                    for i, x in enumerate(iops)]
+    c["devmodel"] = devmodel or {}
+    return c
+
+
+def test_totals_sum_the_jobs_and_apply_littles_law():
+    # 4 dies, 2 s of workload, each die busy 0.5 s: 25%. 3000 reads served
+    # in 300 us in all (100 ns each) at 30000 IOPS: 0.003 in the device.
+    model = {"die_busy_ns": [500_000_000] * 4,
+             "service_ns": {"read": {"count": 2000, "total": 200_000, "max": 1},
+                            "write": {"count": 1000, "total": 100_000, "max": 1}}}
+    t = markdown.totals(cell("d.none.r0", "none", [10000.0, 20000.0], devmodel=model))
+    assert t.iops == 30000.0
+    assert t.service_ns == 100.0
+    assert t.in_device == pytest.approx(0.003)
+    assert t.dies_busy == pytest.approx(0.25)
+
+
+def test_a_model_without_dies_or_service_leaves_those_columns_empty():
+    t = markdown.totals(cell("d.none.r0", "none", [500.0]))
+    assert (t.service_ns, t.in_device, t.dies_busy) == (None, None, None)
+    row = markdown.totals_table([cell("d.none.r0", "none", [500.0])])[2]
+    assert row == "| d.none.r0 | 500 | 1.00 | - | - | - |"
+
+
+def test_share_of_none_pairs_the_same_device_queue_and_seed():
+    cells = [cell("d.none.nr_requests=4.r0", "none", [1000.0], tunables={"nr_requests": "4"}),
+             cell("d.none.nr_requests=64.r0", "none", [2000.0], tunables={"nr_requests": "64"}),
+             # kyber's own tunable does not keep it from its none cell
+             cell("d.kyber.nr_requests=64.read_lat_nsec=1.r0", "kyber", [500.0],
+                  tunables={"nr_requests": "64", "iosched/read_lat_nsec": "1"}),
+             cell("d.bfq.nr_requests=4.r0", "bfq", [800.0], tunables={"nr_requests": "4"})]
+    other_seed = cell("d.bfq.nr_requests=64.r0", "bfq", [100.0], tunables={"nr_requests": "64"})
+    other_seed["request"]["seed"] = 7
+    shares = markdown.shares_of_none(cells + [other_seed])
+    assert shares == {"d.none.nr_requests=4.r0": 1.0, "d.none.nr_requests=64.r0": 1.0,
+                      "d.kyber.nr_requests=64.read_lat_nsec=1.r0": 0.25,
+                      "d.bfq.nr_requests=4.r0": 0.8}
+
+
+def _runs(tmp_path: Path, guest_sets: list[list[str]], bfq: list[float | None]) -> list[Path]:
+    runs = []
+    for i, (gs, bfq_iops) in enumerate(zip(guest_sets, bfq)):
+        (tmp_path / str(i)).mkdir()
+        run = make_run(tmp_path / str(i), short=False, bfq_iops=bfq_iops)
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest.update(run_id=f"run{i}", guest_set=gs,
+                        scenario={"name": "s", "path": "/x/scenarios/s.toml"},
+                        qemu={"cache_key": "k"}, image={"hash": "h" * 64})
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        runs.append(run)
+    return runs
+
+
+def test_several_runs_side_by_side(tmp_path, capsys):
+    a, b = _runs(tmp_path, [["cpu_rate=1"], ["cpu_rate=4"]], [5000.0, 15000.0])
+    # b's bfq cell failed
+    failed = json.loads((b / "cell-nvme0.bfq.r0.json").read_text())
+    failed["status"] = "failed"
+    (b / "cell-nvme0.bfq.r0.json").write_text(json.dumps(failed))
+    assert cli.main(["report", "--markdown", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("Tables by `blklab report --markdown results/s/run0 results/s/run1`, "
+                        "from these runs:")
+    assert lines[2] == ("- `blklab run --guest cpu_rate=1 scenarios/s.toml` (run run0, "
+                        "deterministic mode, QEMU build k, guest image hhhhhhhhhhhh)")
+    assert "| cell | cpu_rate=1 | cpu_rate=4 |" in lines
+    assert "| nvme0.none.r0 | 20,000 | 20,000 |" in lines
+    assert "| nvme0.bfq.r0 | 5,000 | failed |" in lines
+    assert "| nvme0.bfq.r0 | 0.25 | - |" in lines
+
+
+def test_several_runs_need_markdown_and_one_scenario(tmp_path, capsys):
+    a, b = _runs(tmp_path, [[], []], [None, None])
+    assert cli.main(["report", str(a), str(b)]) != 0
+    assert "only with --markdown" in capsys.readouterr().err
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["scenario"]["name"] = "t"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", "--markdown", str(a), str(b)]) != 0
+    err = capsys.readouterr().err
+    assert "different scenarios" in err and "s, t" in err
+
+
+def test_a_run_without_guest_settings_is_headed_by_its_id(tmp_path, capsys):
+    a, b = _runs(tmp_path, [[], ["vcpus=4"]], [None, None])
+    assert cli.main(["report", "--markdown", str(a), str(b)]) == 0
+    assert "| cell | run0 | vcpus=4 |" in capsys.readouterr().out.splitlines()
+
+
+def test_one_run_prints_the_totals_table(tmp_path, capsys):
+    (run,) = _runs(tmp_path, [[]], [10000.0])
+    assert cli.main(["report", "--markdown", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| nvme0.bfq.r0 | 10,000 | 0.50 | - | - | - |" in lines
