@@ -193,4 +193,64 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
             if any(cid in shares for _, shares in figures):
                 out.append(f"| {cid} | " + " | ".join(
                     _figure(shares.get(cid), ".2f") for _, shares in figures) + " |")
+    jobs: list[tuple[str, str, str]] = []
+    p99s = []
+    for cells, _ in runs:
+        seen = {}
+        for c in cells:
+            for r in c["summary"] if c["status"] == "ok" else ():
+                key = (c["cell_id"], r["job"], r["direction"])
+                seen[key] = r["clat_p99_ns"]
+                if key not in jobs:
+                    jobs.append(key)
+        p99s.append(seen)
+    if jobs:
+        out += ["", f"Each job's p99 (`blklab report --markdown {' '.join(names)}`):", "",
+                "| cell | job | dir | " + " | ".join(_label(m) for _, m in runs) + " |",
+                "|---|---|---|" + "---|" * len(runs)]
+        for key in jobs:
+            out.append(f"| {' | '.join(key)} | "
+                       + " | ".join(latency(p.get(key)) if key in p else "-" for p in p99s)
+                       + " |")
+    differ = in_effect_differences(runs)
+    if differ:
+        out += ["", "What the guest read back where the runs differ (`blklab report --markdown "
+                f"{' '.join(names)}`; '-': that run's guest has no such attribute):", "",
+                "| device | scheduler | attribute | " + " | ".join(_label(m) for _, m in runs)
+                + " |", "|---|---|---|" + "---|" * len(runs)]
+        out += [f"| {' | '.join(key)} | " + " | ".join(values) + " |"
+                for key, values in differ]
     return "\n".join(out) + "\n"
+
+
+def in_effect_differences(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]
+                          ) -> list[tuple[tuple[str, str, str], list[str]]]:
+    """Each (device, scheduler, attribute) of the queue and the scheduler's
+    tunables as the guest read them back, with its value in every run,
+    where the runs do not all agree: for example, what one kernel exposes
+    and another lacks, or a default that changed. A device's queue
+    attributes come from its none cell, the scheduler's tunables from that
+    scheduler's first cell on the device."""
+    per_run = []
+    for cells, _ in runs:
+        values: dict[tuple[str, str, str], str] = {}
+        for c in cells:
+            effect = c.get("in_effect") or {}
+            if c["status"] != "ok" or not effect:
+                continue
+            device, sched = c["request"]["device"]["name"], effect.get("scheduler", "?")
+            table = dict(effect.get("iosched") or {})
+            if sched == "none":
+                table.update({f"queue/{k}": v for k, v in (effect.get("queue") or {}).items()})
+            for key, value in table.items():
+                values.setdefault((device, sched, key), str(value))
+        per_run.append(values)
+    keys: list[tuple[str, str, str]] = []
+    for values in per_run:
+        keys += [k for k in values if k not in keys]
+    out = []
+    for key in keys:
+        row = [values.get(key, "-") for values in per_run]
+        if len(set(row)) > 1:
+            out.append((key, row))
+    return out

@@ -115,3 +115,27 @@ def test_one_run_prints_the_totals_table(tmp_path, capsys):
     assert cli.main(["report", "--markdown", str(run)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "| nvme0.bfq.r0 | 10,000 | 0.50 | - | - | - |" in lines
+
+
+def test_side_by_side_p99s_and_what_the_kernels_expose(tmp_path, capsys):
+    """The kernel-generations lab's table: an attribute one kernel lacks
+    shows '-', a default that differs shows both values, and agreeing ones
+    are left out."""
+    a, b = _runs(tmp_path, [['kernel="5.10-amd64"'], ['kernel="6.1-amd64"']], [5000.0, 6000.0])
+    for run, p99, extra in ((a, 70000, {}), (b, 90000, {"prio_aging_expire": "10000"})):
+        for path in run.glob("cell-*.json"):
+            c = json.loads(path.read_text())
+            c["summary"][0]["clat_p99_ns"] = p99
+            sched = c["request"]["scheduler"]
+            c["in_effect"] = {"scheduler": sched,
+                              "iosched": {"fifo_batch": "16", **extra} if sched == "bfq" else {},
+                              "queue": {"nr_requests": "1023",
+                                        "wbt_lat_usec": "2000" if run == a else "0"}}
+            path.write_text(json.dumps(c))
+    assert cli.main(["report", "--markdown", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| cell | kernel=5.10-amd64 | kernel=6.1-amd64 |" in lines
+    assert "| nvme0.bfq.r0 | r | read | 70 us | 90 us |" in lines
+    assert "| nvme0 | bfq | prio_aging_expire | - | 10000 |" in lines
+    assert "| nvme0 | none | queue/wbt_lat_usec | 2000 | 0 |" in lines
+    assert not [line for line in lines if "fifo_batch" in line or "nr_requests" in line]
