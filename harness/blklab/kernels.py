@@ -36,6 +36,26 @@ CGROUP_OPTION_CONFIG = {"cgroup_io_max": ("io.max", "BLK_DEV_THROTTLING"),
                         "cgroup_io_weight": ("io.weight", "BLK_CGROUP_IOCOST"),
                         "cgroup_bfq_weight": ("io.bfq.weight", "BFQ_GROUP_IOSCHED")}
 
+# What each scheduler lists under queue/iosched/, per kernel series: the
+# attribute arrays deadline_attrs (block/mq-deadline.c), kyber_sched_attrs
+# (block/kyber-iosched.c) and bfq_attrs (block/bfq-iosched.c).
+# mq-deadline gained async_depth in 5.14 (07757588e507, "block/mq-deadline:
+# Reserve 25% of scheduler tags for synchronous requests") and
+# prio_aging_expire in 5.16 (322cff70d46c, "block/mq-deadline: Prioritize
+# high-priority requests"). tests/e2e/test_kernels.py and test_scenarios.py
+# list the directory in every pinned series' guest and compare.
+_BFQ_ATTRIBUTES = ("back_seek_max", "back_seek_penalty", "fifo_expire_async",
+                   "fifo_expire_sync", "low_latency", "max_budget", "slice_idle",
+                   "slice_idle_us", "strict_guarantees", "timeout_sync")
+_KYBER_ATTRIBUTES = ("read_lat_nsec", "write_lat_nsec")
+_DEADLINE_5_10 = ("fifo_batch", "front_merges", "read_expire", "write_expire", "writes_starved")
+_DEADLINE_5_16 = tuple(sorted(_DEADLINE_5_10 + ("async_depth", "prio_aging_expire")))
+IOSCHED_ATTRIBUTES: dict[str, dict[str, tuple[str, ...]]] = {
+    "5.10": {"mq-deadline": _DEADLINE_5_10, "kyber": _KYBER_ATTRIBUTES, "bfq": _BFQ_ATTRIBUTES},
+    "6.1": {"mq-deadline": _DEADLINE_5_16, "kyber": _KYBER_ATTRIBUTES, "bfq": _BFQ_ATTRIBUTES},
+    "6.12": {"mq-deadline": _DEADLINE_5_16, "kyber": _KYBER_ATTRIBUTES, "bfq": _BFQ_ATTRIBUTES},
+}
+
 
 @dataclass(frozen=True)
 class Kernel:
@@ -123,6 +143,27 @@ def _image(kernel_id: str) -> tuple[dict[str, Any], dict[str, str] | None] | Non
     image = json.loads((d / "image.json").read_text())
     config = read_config(d / "config") if (d / "config").exists() else None
     return image, config
+
+
+def check_iosched(path: str, written: str, kernel_id: str,
+                  iosched: dict[str, dict[str, list[str]]]) -> None:
+    """Raise ScenarioError for an [iosched.<scheduler>] key that the
+    scheduler of the named kernel's series does not list under
+    queue/iosched/ (IOSCHED_ATTRIBUTES)."""
+    kernel = resolve(kernel_id)
+    table = IOSCHED_ATTRIBUTES.get(kernel.series) if kernel else None
+    if table is None:
+        return
+    for sched, keys in iosched.items():
+        have = table.get(sched)
+        if have is None:
+            continue
+        for key in keys:
+            if key not in have:
+                raise ScenarioError(
+                    path, f"iosched.{sched}.{key}",
+                    f"{sched} in Linux {kernel.series} (guest.kernel = \"{written}\") has no "
+                    f"attribute '{key}' under queue/iosched/; it has: {', '.join(have)}")
 
 
 def check_scenario(path: str, written: str, kernel_id: str, devices: list,

@@ -1243,6 +1243,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         sub = _Reader(shown, _table(shown, io.table, sched, f"iosched.{sched}"), f"iosched.{sched}")
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
+    kernels.check_iosched(shown, written, guest.kernel, iosched_axes)
     jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
     if check_profiles:
         kernels.check_scenario(shown, written, guest.kernel, devices, schedulers, jobs)

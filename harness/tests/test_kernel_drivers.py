@@ -157,3 +157,35 @@ def test_a_run_read_back_is_not_checked(build, tmp_path):
     # Reports of an old run load it without checks against the builds.
     s = scenario.load(write_scenario(tmp_path, "cloud-amd64", "ahci-hd"), check_profiles=False)
     assert s.devices[0].kind == "ahci-hd"
+
+
+def _with_iosched(tmp_path: Path, kernel: str, sched: str, key: str) -> Path:
+    path = write_scenario(tmp_path, kernel, "nvme", schedulers=[sched])
+    path.write_text(path.read_text() + f'[iosched.{sched}]\n{key} = ["1"]\n')
+    return path
+
+
+@pytest.mark.parametrize("series", sorted(kernels.IOSCHED_ATTRIBUTES))
+@pytest.mark.parametrize("sched", ["mq-deadline", "kyber", "bfq"])
+def test_each_attribute_a_series_lists_is_accepted(build, tmp_path, series, sched):
+    for key in kernels.IOSCHED_ATTRIBUTES[series][sched]:
+        s = scenario.load(_with_iosched(tmp_path, f"{series}-amd64", sched, key))
+        assert s.iosched_axes == {sched: {key: ["1"]}}
+
+
+def test_an_attribute_the_series_lacks_is_refused_with_what_it_has(build, tmp_path):
+    path = _with_iosched(tmp_path, "5.10-amd64", "mq-deadline", "async_depth")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert (e.value.path, e.value.key) == (str(path), "iosched.mq-deadline.async_depth")
+    assert e.value.message == (
+        "mq-deadline in Linux 5.10 (guest.kernel = \"5.10-amd64\") has no attribute "
+        "'async_depth' under queue/iosched/; it has: fifo_batch, front_merges, read_expire, "
+        "write_expire, writes_starved")
+    # The same key is one of 6.1's and 6.12's.
+    for series in ("6.1", "6.12"):
+        scenario.load(_with_iosched(tmp_path, f"{series}-amd64", "mq-deadline", "async_depth"))
+
+
+def test_every_pinned_series_has_its_attributes_listed():
+    assert {k.series for k in kernels.pinned()} == set(kernels.IOSCHED_ATTRIBUTES)

@@ -1,8 +1,11 @@
 """Every pinned kernel series boots as a guest. The default series' flavours
 are booted by every other end-to-end test and test_flavours.py; here each
 other series (guest-images/kernel-series) boots its amd64 flavour once, in
-deterministic mode, and runs a short job under bfq (a module the guest loads)
-on an NVMe device with a device model.
+deterministic mode, and runs a short job under mq-deadline, kyber and bfq
+(modules the guest loads, but mq-deadline) on an NVMe device with a device
+model. Each scheduler's queue/iosched/ must list exactly what
+kernels.IOSCHED_ATTRIBUTES says of the series, which validation checks
+scenarios against (test_scenarios.py checks the default series).
 
 The images come from `make images` (make test builds them)."""
 
@@ -22,7 +25,7 @@ SCENARIO = """
 name = "kernel-{id}"
 mode = "deterministic"
 timeout_s = 900
-schedulers = ["bfq"]
+schedulers = ["mq-deadline", "kyber", "bfq"]
 [guest]
 kernel = "{id}"
 vcpus = 1
@@ -55,19 +58,24 @@ def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
         (kernel.package, kernel.version)
     path = tmp_path / "s.toml"
     path.write_text(SCENARIO.format(id=kernel.id))
-    proc = run_blklab("run", str(path), "--out", str(tmp_path / "run"), "--no-report")
+    proc = run_blklab("run", str(path), "--out", str(tmp_path / "run"), "--no-report",
+                      "--jobs", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    [c] = cells_of(tmp_path / "run").values()
-    results.validate(c)
-    assert c["status"] == "ok", c["error"]
-    assert c["request"]["kernel"] == kernel.id
-    assert c["guest"]["kernel_release"] == image["kernel_release"]
-    # /proc/version names the release and the Debian package version.
-    version = c["guest"]["kernel_version"]
-    assert version.startswith(f"Linux version {image['kernel_release']} "), version
-    assert f" Debian {kernel.version} " in version, version
-    assert c["in_effect"]["scheduler"] == "bfq"
-    assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
-    assert all(row["total_ios"] > 0 for row in c["summary"])
+    cells = cells_of(tmp_path / "run").values()
+    assert sorted(c["in_effect"]["scheduler"] for c in cells) == ["bfq", "kyber", "mq-deadline"]
+    for c in cells:
+        results.validate(c)
+        assert c["status"] == "ok", c["error"]
+        assert c["request"]["kernel"] == kernel.id
+        assert c["guest"]["kernel_release"] == image["kernel_release"]
+        # /proc/version names the release and the Debian package version.
+        version = c["guest"]["kernel_version"]
+        assert version.startswith(f"Linux version {image['kernel_release']} "), version
+        assert f" Debian {kernel.version} " in version, version
+        sched = c["in_effect"]["scheduler"]
+        assert sorted(c["in_effect"]["iosched"]) == \
+            sorted(kernels.IOSCHED_ATTRIBUTES[kernel.series][sched]), (kernel.id, sched)
+        assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
+        assert all(row["total_ios"] > 0 for row in c["summary"])
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["image"]["kernel"] == kernel.id

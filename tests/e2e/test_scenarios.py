@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cells_of, run_blklab
+from blklab import kernels
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
 # Scenarios whose short form another test runs and checks (once is enough).
@@ -67,6 +68,10 @@ def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factor
         seen.add(sched)
         for key, value in KERNEL_DEFAULTS.get(sched, {}).items():
             assert effect["iosched"][key] == value, (sched, key)
+        if sched != "none":
+            # What validation checks [iosched.*] keys against.
+            assert sorted(effect["iosched"]) == \
+                sorted(kernels.IOSCHED_ATTRIBUTES[kernels.default_series()][sched]), sched
         queue = effect["queue"]
         assert queue["nr_hw_queues"] == "2"
         # The tag set's depth: NVMe's 1023 (its queue of 1024 less one
