@@ -156,16 +156,34 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
     return "\n".join(out) + "\n"
 
 
-def _label(manifest: dict[str, Any]) -> str:
-    """A run's column heading: what --guest set, else its run id."""
-    return " ".join(_plain(item) for item in manifest.get("guest_set") or ()) \
-        or str(manifest.get("run_id", "?"))
+# The guest settings a run's cells record (request.*), by the [guest] key
+# (and --guest key) that sets each.
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns")
+
+
+def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:
+    for c in cells:
+        req = c.get("request") or {}
+        if c["status"] == "ok" or req:
+            return {k: format(req[k], "g") if isinstance(req.get(k), float) else str(req.get(k))
+                    for k in GUEST_KEYS}
+    return {}
+
+
+def labels(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> list[str]:
+    """Each run's column heading: the guest settings that differ between the
+    runs, as KEY=VALUE (what --guest would set); the run id where none do."""
+    guests = [_guest_of(cells) for cells, _ in runs]
+    differ = [k for k in GUEST_KEYS if len({g.get(k) for g in guests}) > 1]
+    return [" ".join(f"{k}={g.get(k)}" for k in differ) or str(m.get("run_id", "?"))
+            for g, (_, m) in zip(guests, runs)]
 
 
 def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
     """Several runs of one scenario side by side (for example the same file
-    at several `--guest` settings): each cell's IOPS over all jobs, and its
-    share of none's, a column per run."""
+    at several `--guest` settings), a column per run headed by the guest
+    settings that differ: each cell's IOPS over all jobs, its share of
+    none's, each job's p99, and what the guests read back where they differ."""
     scenarios = {m.get("scenario", {}).get("name") for _, m in runs}
     if len(scenarios) != 1:
         raise ValueError("runs of different scenarios cannot share a table: "
@@ -176,7 +194,8 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
     # Per run: each cell's IOPS, None for a cell that failed, and shares.
     figures = [({c["cell_id"]: totals(c).iops if c["status"] == "ok" else None for c in cells},
                 shares_of_none(cells)) for cells, _ in runs]
-    head = "| cell | " + " | ".join(_label(m) for _, m in runs) + " |"
+    heads = labels(runs)
+    head = "| cell | " + " | ".join(heads) + " |"
     divider = "|---|" + "---|" * len(runs)
     names = [run_name(m) for _, m in runs]
     out = ["Tables by `blklab report --markdown " + " ".join(names) + "`, from these runs:", ""] + [f"- {_run_line(m)}" for _, m in runs] + [
@@ -206,7 +225,7 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
         p99s.append(seen)
     if jobs:
         out += ["", f"Each job's p99 (`blklab report --markdown {' '.join(names)}`):", "",
-                "| cell | job | dir | " + " | ".join(_label(m) for _, m in runs) + " |",
+                "| cell | job | dir | " + " | ".join(heads) + " |",
                 "|---|---|---|" + "---|" * len(runs)]
         for key in jobs:
             out.append(f"| {' | '.join(key)} | "
@@ -216,8 +235,7 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
     if differ:
         out += ["", "What the guest read back where the runs differ (`blklab report --markdown "
                 f"{' '.join(names)}`; '-': that run's guest has no such attribute):", "",
-                "| device | scheduler | attribute | " + " | ".join(_label(m) for _, m in runs)
-                + " |", "|---|---|---|" + "---|" * len(runs)]
+                "| device | scheduler | attribute | " + " | ".join(heads) + " |", "|---|---|---|" + "---|" * len(runs)]
         out += [f"| {' | '.join(key)} | " + " | ".join(values) + " |"
                 for key, values in differ]
     return "\n".join(out) + "\n"

@@ -63,13 +63,20 @@ def test_share_of_none_pairs_the_same_device_queue_and_seed():
 def _runs(tmp_path: Path, guest_sets: list[list[str]], bfq: list[float | None]) -> list[Path]:
     runs = []
     for i, (gs, bfq_iops) in enumerate(zip(guest_sets, bfq)):
-        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i)).mkdir(parents=True)
         run = make_run(tmp_path / str(i), short=False, bfq_iops=bfq_iops)
         manifest = json.loads((run / "manifest.json").read_text())
         manifest.update(run_id=f"run{i}", guest_set=gs,
                         scenario={"name": "s", "path": "/x/scenarios/s.toml"},
                         qemu={"cache_key": "k"}, image={"hash": "h" * 64})
         (run / "manifest.json").write_text(json.dumps(manifest))
+        # The cells record what the guest ran with.
+        for path in run.glob("cell-*.json"):
+            c = json.loads(path.read_text())
+            for item in gs:
+                key, _, value = item.partition("=")
+                c["request"][key] = float(value) if key == "cpu_rate" else value.strip('"')
+            path.write_text(json.dumps(c))
         runs.append(run)
     return runs
 
@@ -104,10 +111,18 @@ def test_several_runs_need_markdown_and_one_scenario(tmp_path, capsys):
     assert "different scenarios" in err and "s, t" in err
 
 
-def test_a_run_without_guest_settings_is_headed_by_its_id(tmp_path, capsys):
-    a, b = _runs(tmp_path, [[], ["vcpus=4"]], [None, None])
+def test_columns_are_headed_by_what_differs_else_the_run_id(tmp_path, capsys):
+    # run0 sets nothing: its cells say what the file asked (kernel 6.1-amd64).
+    a, b = _runs(tmp_path, [[], ['kernel="5.10-amd64"', "cpu_rate=1"]], [None, None])
+    for path in a.glob("cell-*.json"):
+        c = json.loads(path.read_text())
+        c["request"].update(kernel="6.1-amd64", cpu_rate=1.0)
+        path.write_text(json.dumps(c))
     assert cli.main(["report", "--markdown", str(a), str(b)]) == 0
-    assert "| cell | run0 | vcpus=4 |" in capsys.readouterr().out.splitlines()
+    assert "| cell | kernel=6.1-amd64 | kernel=5.10-amd64 |" in capsys.readouterr().out.splitlines()
+    c, d = _runs(tmp_path / "same", [[], []], [None, None])
+    assert cli.main(["report", "--markdown", str(c), str(d)]) == 0
+    assert "| cell | run0 | run1 |" in capsys.readouterr().out.splitlines()
 
 
 def test_one_run_prints_the_totals_table(tmp_path, capsys):
