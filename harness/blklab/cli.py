@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 runs = [runner.load_run(path) for path in args.run]
                 try:
-                    print(markdown.render_runs([(r.cells, r.manifest) for r in runs]), end="")
+                    print(markdown.render_runs([(r.cells, r.manifest) for r in runs],
+                                               [r.path for r in runs]), end="")
                 except ValueError as e:
                     raise BlklabError(f"report: {e}") from None
                 return 0
@@ -276,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.markdown:
                 from blklab import markdown
 
-                print(markdown.render(run.cells, run.manifest, outcomes), end="")
+                print(markdown.render(run.cells, run.manifest, outcomes, run.path), end="")
                 return 0
             against = baseline.load(_baseline_file(args, args.against)) if args.against else None
             print(f"report: {_write_report(run, outcomes, args.output, against)}")

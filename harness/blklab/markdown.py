@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from blklab import expectations as expectations_mod
 from blklab import notes
+from blklab.errors import BlklabError
 
 
 def latency(ns: float | None) -> str:
@@ -122,8 +125,75 @@ def totals_table(cells: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Dispatches:
+    """A traced cell's requests as blkparse reads its blktrace.bin: how many
+    were queued (Q), how many plugs were started (P), and who dispatched
+    them to the driver (D), by process name ("kworker/1:1H" as "kworker")."""
+
+    queued: int
+    plugs: int
+    by: dict[str, int]
+
+
+def parse_dispatches(blkparse_text: str) -> Dispatches:
+    queued = plugs = 0
+    by: dict[str, int] = {}
+    for line in blkparse_text.splitlines():
+        fields = line.split()
+        # Event lines: "259,0 0 1 0.000000000 131 Q R 682966704 + 8 [blkgen]".
+        if len(fields) < 7 or "," not in fields[0] or "[" not in line:
+            continue
+        action = fields[5]
+        if action == "Q":
+            queued += 1
+        elif action == "P":
+            plugs += 1
+        elif action == "D":
+            process = line.rsplit("[", 1)[1].rstrip("]").split("/", 1)[0]
+            by[process] = by.get(process, 0) + 1
+    return Dispatches(queued, plugs, by)
+
+
+def dispatches(trace: Path) -> Dispatches:
+    """blkparse (the blktrace package, which make deps installs) over a
+    cell's cells/<cell>/blktrace.bin."""
+    try:
+        with trace.open("rb") as f:
+            proc = subprocess.run(["blkparse", "-i", "-"], stdin=f, capture_output=True,
+                                  text=True)
+    except OSError as e:
+        raise BlklabError(f"{trace}: cannot run blkparse on it: {e}") from None
+    if proc.returncode != 0:
+        raise BlklabError(f"{trace}: blkparse failed: {proc.stderr.strip()[-300:]}")
+    return parse_dispatches(proc.stdout)
+
+
+def _traced(run_dir: Path | None, cells: list[dict[str, Any]]) -> list[tuple[dict, Path]]:
+    if run_dir is None:
+        return []
+    return [(c, run_dir / "cells" / c["cell_id"] / "blktrace.bin") for c in cells
+            if c["status"] == "ok" and (run_dir / "cells" / c["cell_id"] / "blktrace.bin").is_file()]
+
+
+def dispatch_rows(label: str | None, traced: list[tuple[dict, Path]]) -> list[str]:
+    rows = []
+    for c, trace in traced:
+        d = dispatches(trace)
+        ios = sum(s["total_ios"] for s in c["summary"])
+        switches = sum(j.get("ctx", 0) for j in (c.get("workload") or {}).get("jobs", []))
+        who = ", ".join(f"{k} {v:,}" for k, v in sorted(d.by.items())) or "-"
+        rows.append(f"| {'' if label is None else label + ' | '}{c['cell_id']} | {d.queued:,} | "
+                    f"{d.plugs:,} | {who} | {switches / ios if ios else 0:.2f} |")
+    return rows
+
+
+DISPATCH_HEAD = ("| cell | queued (Q) | plugs (P) | dispatched by (D) | "
+                 "workload context switches per I/O |")
+
+
 def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
-           outcomes: list[expectations_mod.Outcome]) -> str:
+           outcomes: list[expectations_mod.Outcome], run_dir: Path | None = None) -> str:
     out = [f"Run {_run_line(manifest)}; "
            f"tables by `blklab report --markdown {run_name(manifest)}`:", ""]
     out += ["| cell | job | dir | IOPS | mean | p50 | p99 | p99.9 |",
@@ -140,6 +210,11 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
     if any(c["status"] == "ok" for c in cells):
         out += ["", f"Each cell over all its jobs (`blklab report --markdown "
                 f"{run_name(manifest)}`):", ""] + totals_table(cells)
+    traced = _traced(run_dir, cells)
+    if traced:
+        out += ["", f"Each traced cell's requests (`blklab report --markdown "
+                f"{run_name(manifest)}`, from blkparse of cells/CELL/blktrace.bin):", "",
+                DISPATCH_HEAD, "|---|---|---|---|---|"] + dispatch_rows(None, traced)
     lines = notes.lines(cells)
     if lines:
         out += [""] + [f"- {line}" for line in lines]
@@ -179,7 +254,8 @@ def labels(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> list[str]
             for g, (_, m) in zip(guests, runs)]
 
 
-def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
+def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]],
+                run_dirs: list[Path] | None = None) -> str:
     """Several runs of one scenario side by side (for example the same file
     at several `--guest` settings), a column per run headed by the guest
     settings that differ: each cell's IOPS over all jobs, its share of
@@ -231,6 +307,14 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
             out.append(f"| {' | '.join(key)} | "
                        + " | ".join(latency(p.get(key)) if key in p else "-" for p in p99s)
                        + " |")
+    traced = [(label, _traced(d, cells)) for label, d, (cells, _) in
+              zip(heads, run_dirs or [None] * len(runs), runs)]
+    if any(t for _, t in traced):
+        out += ["", f"Each traced cell's requests (`blklab report --markdown {' '.join(names)}`, "
+                "from blkparse of cells/CELL/blktrace.bin):", "",
+                "| run " + DISPATCH_HEAD, "|---|---|---|---|---|---|"]
+        for label, t in traced:
+            out += dispatch_rows(label, t)
     differ = in_effect_differences(runs)
     if differ:
         out += ["", "What the guest read back where the runs differ (`blklab report --markdown "

@@ -154,3 +154,50 @@ def test_side_by_side_p99s_and_what_the_kernels_expose(tmp_path, capsys):
     assert "| nvme0 | bfq | prio_aging_expire | - | 10000 |" in lines
     assert "| nvme0 | none | queue/wbt_lat_usec | 2000 | 0 |" in lines
     assert not [line for line in lines if "fifo_batch" in line or "nr_requests" in line]
+
+
+BLKPARSE = """\
+259,0    0        1     0.000000000   131  Q   R 682966704 + 8 [blkgen]
+259,0    0        2     0.000001029   131  G   R 682966704 + 8 [blkgen]
+259,0    0        3     0.000001420   131  P   N [blkgen]
+259,0    0        4     0.000001841   131  U   N [blkgen] 1
+259,0    0        5     0.000002541   131  D   R 682966704 + 8 [blkgen]
+259,0    1        6     0.000023897   131  Q   R 1311976496 + 8 [blkgen]
+259,0    1        7     0.000024001    40  D   R 1311976496 + 8 [kworker/1:1H]
+259,0    1        8     0.000090001     0  C   R 1311976496 + 8 [0]
+CPU0 (nvme0n1):
+ Reads Queued:           1,        4KiB\t Writes Queued:           0,        0KiB
+"""
+
+
+def test_blkparse_lines_give_queued_plugs_and_dispatchers():
+    d = markdown.parse_dispatches(BLKPARSE)
+    assert (d.queued, d.plugs, d.by) == (2, 1, {"blkgen": 1, "kworker": 1})
+
+
+def test_a_traced_cell_gets_its_dispatch_row(tmp_path, capsys, monkeypatch):
+    (run,) = _runs(tmp_path, [[]], [None])
+    trace = run / "cells" / "nvme0.none.r0" / "blktrace.bin"
+    trace.parent.mkdir(parents=True)
+    trace.write_bytes(b"")
+    monkeypatch.setattr(markdown, "dispatches", lambda path: markdown.parse_dispatches(BLKPARSE))
+    cell = json.loads((run / "cell-nvme0.none.r0.json").read_text())
+    cell["workload"] = {"jobs": [{"ctx": 1000}]}
+    (run / "cell-nvme0.none.r0.json").write_text(json.dumps(cell))
+    assert cli.main(["report", "--markdown", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert markdown.DISPATCH_HEAD in lines
+    # 1000 switches over the cell's 2000 I/Os
+    assert "| nvme0.none.r0 | 2 | 1 | blkgen 1, kworker 1 | 0.50 |" in lines
+
+
+def test_a_trace_blkparse_cannot_read_is_an_error_naming_it(tmp_path):
+    from blklab.errors import BlklabError
+
+    with pytest.raises(BlklabError) as e:
+        markdown.dispatches(tmp_path / "missing" / "blktrace.bin")
+    assert str(tmp_path / "missing" / "blktrace.bin") in str(e.value)
+    # What is not a trace reads as no events (blkparse exits 0 on it).
+    junk = tmp_path / "blktrace.bin"
+    junk.write_bytes(b"not a trace")
+    assert markdown.dispatches(junk) == markdown.Dispatches(0, 0, {})

@@ -88,6 +88,38 @@ def qemu_pids(marker: str) -> list[int]:
     return pids
 
 
+def dispatches(cell_dir: Path) -> tuple[int, int, dict[str, int]]:
+    """A traced cell's requests queued (Q), plugs (P) and dispatches (D) by
+    process, as `blklab report --markdown` counts them from blkparse."""
+    from blklab import markdown
+
+    d = markdown.dispatches(cell_dir / "blktrace.bin")
+    return d.queued, d.plugs, d.by
+
+
+# Per kernel series, whether a lone io_uring submission (blkgen's one SQE
+# per io_uring_enter) is plugged, and so who dispatches it under an
+# elevator (docs/labs/12-the-kernel-upgrade.md): 5.10's io_uring plugs every
+# submission; 5.11 (27926b683db0) plugs only when more than two SQEs are
+# submitted at once, so on 6.1 blk_mq_submit_bio() leaves the request to an
+# asynchronous run of the hardware queue, a kblockd worker; 6.10
+# (060406c61c7c) plugs every bio in __submit_bio(). Unplugged, a request
+# without an elevator is still issued directly by the submitting thread.
+LONE_SUBMISSION_PLUGGED = {"5.10": True, "6.1": False, "6.12": True}
+
+
+def check_dispatcher(cell: dict, cell_dir: Path, series: str) -> None:
+    """The traced cell's plugs and dispatchers are what
+    LONE_SUBMISSION_PLUGGED says of its kernel series."""
+    queued, plugged, by = dispatches(cell_dir)
+    plug = LONE_SUBMISSION_PLUGGED[series]
+    elevator = cell["request"]["scheduler"] != "none"
+    who = "kworker" if elevator and not plug else "blkgen"
+    assert queued > 0
+    assert (plugged, by) == (queued if plug else 0, {who: queued}), \
+        (series, cell["cell_id"], queued, plugged, by)
+
+
 SPINE_DEVICES = nvme(4) + """
 [[device]]
 name = "hdd0"

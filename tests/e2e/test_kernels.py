@@ -3,9 +3,11 @@ are booted by every other end-to-end test and test_flavours.py; here each
 other series (guest-images/kernel-series) boots its amd64 flavour once, in
 deterministic mode, and runs a short job under mq-deadline, kyber and bfq
 (modules the guest loads, but mq-deadline) on an NVMe device with a device
-model. Each scheduler's queue/iosched/ must list exactly what
+model, traced. Each scheduler's queue/iosched/ must list exactly what
 kernels.IOSCHED_ATTRIBUTES says of the series, which validation checks
-scenarios against (test_scenarios.py checks the default series).
+scenarios against (test_scenarios.py checks the default series), and
+blktrace must show who dispatches each request under mq-deadline as lab
+12 says (conftest.check_dispatcher).
 
 The images come from `make images` (make test builds them)."""
 
@@ -13,7 +15,7 @@ import json
 
 import pytest
 
-from conftest import cells_of, run_blklab
+from conftest import cells_of, check_dispatcher, run_blklab
 from blklab import kernels, paths, results
 from blklab.errors import BuildMissingError
 
@@ -26,6 +28,7 @@ name = "kernel-{id}"
 mode = "deterministic"
 timeout_s = 900
 schedulers = ["mq-deadline", "kyber", "bfq"]
+blktrace = true
 [guest]
 kernel = "{id}"
 vcpus = 1
@@ -77,5 +80,9 @@ def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
             sorted(kernels.IOSCHED_ATTRIBUTES[kernel.series][sched]), (kernel.id, sched)
         assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
         assert all(row["total_ios"] > 0 for row in c["summary"])
+        # Who dispatches blkgen's lone submissions under mq-deadline (lab 12;
+        # kyber and bfq may also dispatch from their own timers and wake-ups).
+        if sched == "mq-deadline":
+            check_dispatcher(c, tmp_path / "run" / "cells" / c["cell_id"], kernel.series)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["image"]["kernel"] == kernel.id

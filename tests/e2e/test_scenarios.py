@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cells_of, run_blklab
+from conftest import (LONE_SUBMISSION_PLUGGED, REPO, cells_of, check_dispatcher, dispatches,
+                      run_blklab)
 from blklab import kernels
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
@@ -128,3 +129,39 @@ def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
              if line.startswith("note: ") and "nr_requests" in line]
     assert len(notes) == 3 and all(n.endswith("nr_requests was written as 2, the kernel has 4")
                                    for n in notes), notes
+
+
+
+def test_lab_who_dispatches_a_lone_submission(built, tmp_path_factory):
+    """Lab 12 on the default series: blktrace's plugs and dispatchers are
+    those conftest.LONE_SUBMISSION_PLUGGED states for it, and on a series
+    that does not plug, every request an elevator holds costs the
+    submitting thread a context switch (a kblockd worker dispatches it),
+    which none does not."""
+    run = short_run("kernel-generations", tmp_path_factory)
+    series = kernels.default_series()
+    for cell in cells_of(run).values():
+        check_dispatcher(cell, run / "cells" / cell["cell_id"], series)
+        ios = sum(s["total_ios"] for s in cell["summary"])
+        switches = sum(job["ctx"] for job in cell["workload"]["jobs"])
+        print(f"{cell['cell_id']}: {switches} context switches, {ios} I/Os")
+        if cell["request"]["scheduler"] != "none" and not LONE_SUBMISSION_PLUGGED[series]:
+            assert 0.95 * ios <= switches <= 1.05 * ios, cell["cell_id"]
+        else:
+            assert switches < 0.05 * ios, cell["cell_id"]
+
+
+def test_lab_a_batched_submission_is_dispatched_by_its_thread(built, tmp_path_factory):
+    """Lab 12's way out on 6.1: four SQEs per io_uring_enter are plugged
+    (io_uring plugs a submission of more than two), so every request is
+    dispatched by blkgen itself, under mq-deadline as under none, and no
+    request costs a context switch."""
+    run = short_run("kernel-generations-batched", tmp_path_factory)
+    for cell in cells_of(run).values():
+        queued, plugged, by = dispatches(run / "cells" / cell["cell_id"])
+        ios = sum(s["total_ios"] for s in cell["summary"])
+        switches = sum(job["ctx"] for job in cell["workload"]["jobs"])
+        print(f"{cell['cell_id']}: {queued} queued, {plugged} plugs, dispatched by {by}, "
+              f"{switches} context switches")
+        assert plugged > 0 and by == {"blkgen": queued}, cell["cell_id"]
+        assert switches < 0.05 * ios, cell["cell_id"]
