@@ -121,3 +121,27 @@ def test_check_exit_status_follows_the_verdicts(tmp_path, capsys):
     assert cli.main(["check", str(short)]) == 1
     out = capsys.readouterr().out
     assert "UNEXPECTED-PASS" in out and "remove its known_failure mark" in out
+
+
+def test_test_full_names_the_default_kernels_image(tmp_path, monkeypatch):
+    """run-full.py's header: the QEMU build and the image of the default
+    kernel, as build/images/<series>-amd64 holds it."""
+    import importlib.util
+
+    from blklab import kernels
+
+    spec = importlib.util.spec_from_file_location(
+        "run_full", Path(__file__).resolve().parents[2] / "tests" / "full" / "run-full.py")
+    run_full = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_full)
+    build = tmp_path / "build"
+    (build / "qemu").mkdir(parents=True)
+    (build / "qemu" / "manifest.json").write_text(json.dumps({"cache_key": "feedfacefeedface"}))
+    image = build / "images" / f"{kernels.default_series()}-amd64"
+    image.mkdir(parents=True)
+    (image / "image.json").write_text(json.dumps({
+        "hash": "0123456789abcdef", "kernel_package": "linux-image-x", "kernel_package_version": "1-1"}))
+    monkeypatch.setenv("BLKLAB_BUILD", str(build))
+    line = run_full.build_line()
+    assert line.endswith(", QEMU build feedfacefeedface, guest image 0123456789ab "
+                         "(linux-image-x 1-1)"), line

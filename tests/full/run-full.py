@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(REPO / "harness"))
 
-from blklab import paths, summary  # noqa: E402
+from blklab import kernels, paths, summary  # noqa: E402
 
 
 def build_line() -> str:
@@ -39,7 +39,10 @@ def build_line() -> str:
         except (OSError, ValueError):
             return {}
     qemu = read(paths.build_dir() / "qemu" / "manifest.json")
-    image = read(paths.build_dir() / "images" / "amd64" / "image.json")
+    # The default kernel's image, which every scenario without [guest]
+    # kernel boots (build/images/<series>-amd64).
+    image = read(paths.build_dir() / "images" / f"{kernels.default_series()}-amd64"
+                 / "image.json")
     git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
     return (f"blklab {git or 'unknown'}, QEMU build {qemu.get('cache_key', 'unknown')}, "
