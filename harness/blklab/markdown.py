@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from blklab import expectations as expectations_mod
 from blklab import notes
-from blklab.errors import BlklabError
+from blklab.blktrace import dispatches
 
 
 def latency(ns: float | None) -> str:
@@ -123,50 +122,6 @@ def totals_table(cells: list[dict[str, Any]]) -> list[str]:
                    f"{_figure(None if t.dies_busy is None else 100 * t.dies_busy, '.1f')}"
                    f"{'' if t.dies_busy is None else '%'} |")
     return out
-
-
-@dataclass(frozen=True)
-class Dispatches:
-    """A traced cell's requests as blkparse reads its blktrace.bin: how many
-    were queued (Q), how many plugs were started (P), and who dispatched
-    them to the driver (D), by process name ("kworker/1:1H" as "kworker")."""
-
-    queued: int
-    plugs: int
-    by: dict[str, int]
-
-
-def parse_dispatches(blkparse_text: str) -> Dispatches:
-    queued = plugs = 0
-    by: dict[str, int] = {}
-    for line in blkparse_text.splitlines():
-        fields = line.split()
-        # Event lines: "259,0 0 1 0.000000000 131 Q R 682966704 + 8 [blkgen]".
-        if len(fields) < 7 or "," not in fields[0] or "[" not in line:
-            continue
-        action = fields[5]
-        if action == "Q":
-            queued += 1
-        elif action == "P":
-            plugs += 1
-        elif action == "D":
-            process = line.rsplit("[", 1)[1].rstrip("]").split("/", 1)[0]
-            by[process] = by.get(process, 0) + 1
-    return Dispatches(queued, plugs, by)
-
-
-def dispatches(trace: Path) -> Dispatches:
-    """blkparse (the blktrace package, which make deps installs) over a
-    cell's cells/<cell>/blktrace.bin."""
-    try:
-        with trace.open("rb") as f:
-            proc = subprocess.run(["blkparse", "-i", "-"], stdin=f, capture_output=True,
-                                  text=True)
-    except OSError as e:
-        raise BlklabError(f"{trace}: cannot run blkparse on it: {e}") from None
-    if proc.returncode != 0:
-        raise BlklabError(f"{trace}: blkparse failed: {proc.stderr.strip()[-300:]}")
-    return parse_dispatches(proc.stdout)
 
 
 def _traced(run_dir: Path | None, cells: list[dict[str, Any]]) -> list[tuple[dict, Path]]:

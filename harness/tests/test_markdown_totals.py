@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blklab import cli, markdown
+from blklab import blktrace, cli, markdown
 
 from test_summary import FIXTURES, make_run
 
@@ -171,7 +171,7 @@ CPU0 (nvme0n1):
 
 
 def test_blkparse_lines_give_queued_plugs_and_dispatchers():
-    d = markdown.parse_dispatches(BLKPARSE)
+    d = blktrace.parse_dispatches(BLKPARSE)
     assert (d.queued, d.plugs, d.by) == (2, 1, {"blkgen": 1, "kworker": 1})
 
 
@@ -180,7 +180,7 @@ def test_a_traced_cell_gets_its_dispatch_row(tmp_path, capsys, monkeypatch):
     trace = run / "cells" / "nvme0.none.r0" / "blktrace.bin"
     trace.parent.mkdir(parents=True)
     trace.write_bytes(b"")
-    monkeypatch.setattr(markdown, "dispatches", lambda path: markdown.parse_dispatches(BLKPARSE))
+    monkeypatch.setattr(markdown, "dispatches", lambda path: blktrace.parse_dispatches(BLKPARSE))
     cell = json.loads((run / "cell-nvme0.none.r0.json").read_text())
     cell["workload"] = {"jobs": [{"ctx": 1000}]}
     (run / "cell-nvme0.none.r0.json").write_text(json.dumps(cell))
@@ -195,9 +195,9 @@ def test_a_trace_blkparse_cannot_read_is_an_error_naming_it(tmp_path):
     from blklab.errors import BlklabError
 
     with pytest.raises(BlklabError) as e:
-        markdown.dispatches(tmp_path / "missing" / "blktrace.bin")
+        blktrace.dispatches(tmp_path / "missing" / "blktrace.bin")
     assert str(tmp_path / "missing" / "blktrace.bin") in str(e.value)
     # What is not a trace reads as no events (blkparse exits 0 on it).
     junk = tmp_path / "blktrace.bin"
     junk.write_bytes(b"not a trace")
-    assert markdown.dispatches(junk) == markdown.Dispatches(0, 0, {})
+    assert blktrace.dispatches(junk) == blktrace.Dispatches(0, 0, {})

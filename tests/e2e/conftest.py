@@ -91,9 +91,9 @@ def qemu_pids(marker: str) -> list[int]:
 def dispatches(cell_dir: Path) -> tuple[int, int, dict[str, int]]:
     """A traced cell's requests queued (Q), plugs (P) and dispatches (D) by
     process, as `blklab report --markdown` counts them from blkparse."""
-    from blklab import markdown
+    from blklab import blktrace
 
-    d = markdown.dispatches(cell_dir / "blktrace.bin")
+    d = blktrace.dispatches(cell_dir / "blktrace.bin")
     return d.queued, d.plugs, d.by
 
 
