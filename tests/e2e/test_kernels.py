@@ -2,7 +2,7 @@
 are booted by every other end-to-end test and test_flavours.py; here each
 other series (guest-images/kernel-series) boots its amd64 flavour once, in
 deterministic mode, and runs a short job under mq-deadline, kyber and bfq
-(modules the guest loads, but mq-deadline) on an NVMe device with a device
+(kyber and bfq are modules the guest loads) on an NVMe device with a device
 model, traced. Each scheduler's queue/iosched/ must list exactly what
 kernels.IOSCHED_ATTRIBUTES says of the series, which validation checks
 scenarios against (test_scenarios.py checks the default series), and
@@ -65,6 +65,7 @@ def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
                       "--jobs", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells = cells_of(tmp_path / "run").values()
+    assert all(c["status"] == "ok" for c in cells), [c["error"] for c in cells]
     assert sorted(c["in_effect"]["scheduler"] for c in cells) == ["bfq", "kyber", "mq-deadline"]
     for c in cells:
         results.validate(c)
