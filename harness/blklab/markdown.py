@@ -125,10 +125,12 @@ def totals_table(cells: list[dict[str, Any]]) -> list[str]:
 
 
 def _traced(run_dir: Path | None, cells: list[dict[str, Any]]) -> list[tuple[dict, Path]]:
+    """The ok cells of a run directory that carry a blktrace, with its path."""
     if run_dir is None:
         return []
-    return [(c, run_dir / "cells" / c["cell_id"] / "blktrace.bin") for c in cells
-            if c["status"] == "ok" and (run_dir / "cells" / c["cell_id"] / "blktrace.bin").is_file()]
+    traces = [(c, run_dir / "cells" / c["cell_id"] / "blktrace.bin") for c in cells
+              if c["status"] == "ok"]
+    return [(c, trace) for c, trace in traces if trace.is_file()]
 
 
 def dispatch_rows(label: str | None, traced: list[tuple[dict, Path]]) -> list[str]:
@@ -192,12 +194,10 @@ GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_
 
 
 def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:
-    for c in cells:
-        req = c.get("request") or {}
-        if c["status"] == "ok" or req:
-            return {k: format(req[k], "g") if isinstance(req.get(k), float) else str(req.get(k))
-                    for k in GUEST_KEYS}
-    return {}
+    """A run's guest settings, as its first cell's request records them."""
+    req = next((c["request"] for c in cells if c.get("request")), {})
+    return {k: format(req[k], "g") if isinstance(req.get(k), float) else str(req.get(k))
+            for k in GUEST_KEYS}
 
 
 def labels(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> list[str]:
@@ -229,8 +229,9 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]],
     head = "| cell | " + " | ".join(heads) + " |"
     divider = "|---|" + "---|" * len(runs)
     names = [run_name(m) for _, m in runs]
-    out = ["Tables by `blklab report --markdown " + " ".join(names) + "`, from these runs:", ""] + [f"- {_run_line(m)}" for _, m in runs] + [
-           "", "IOPS of each cell, all jobs summed:", "", head, divider]
+    out = ["Tables by `blklab report --markdown " + " ".join(names) + "`, from these runs:", ""]
+    out += [f"- {_run_line(m)}" for _, m in runs]
+    out += ["", "IOPS of each cell, all jobs summed:", "", head, divider]
     for cid in ids:
         out.append(f"| {cid} | " + " | ".join(
             "-" if cid not in iops else "failed" if iops[cid] is None
@@ -274,7 +275,8 @@ def render_runs(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]],
     if differ:
         out += ["", "What the guest read back where the runs differ (`blklab report --markdown "
                 f"{' '.join(names)}`; '-': that run's guest has no such attribute):", "",
-                "| device | scheduler | attribute | " + " | ".join(heads) + " |", "|---|---|---|" + "---|" * len(runs)]
+                "| device | scheduler | attribute | " + " | ".join(heads) + " |",
+                "|---|---|---|" + "---|" * len(runs)]
         out += [f"| {' | '.join(key)} | " + " | ".join(values) + " |"
                 for key, values in differ]
     return "\n".join(out) + "\n"

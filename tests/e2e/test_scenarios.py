@@ -1,8 +1,10 @@
 """Every scenario in scenarios/ in its short form, end to end: `blklab run
 --short --jobs 2`, then `blklab check` (every expectation it runs holds or
-fails as its known_failure says; none holds against its mark). The labs in docs/labs/ run these same commands, so this
-tests them too, with two checks of their own: the scheduler defaults the
-guest kernel reports (lab 1) and the scheduler-switch log (lab 8).
+fails as its known_failure says; none holds against its mark). The labs in
+docs/labs/ run these same commands, so this tests them too, with checks of
+their own: the scheduler defaults and attributes the guest kernel reports
+(lab 1), the scheduler-switch log (lab 8), the request pool the kernel
+raises (lab 7) and who dispatches a traced request (lab 12).
 
 Budget: all short forms together took about 25 minutes of CI's 77-minute
 make test on a 2-core machine with 2 cells in parallel (README.md); each test
