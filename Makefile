@@ -61,7 +61,7 @@ DEB_PACKAGES := \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git debootstrap \
 	liburing-dev libaio-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-dev llvm \
-	python3-pytest python3-venv python3-numpy python3-scipy python3-jinja2 \
+	python3-pytest python3-pytest-xdist python3-venv python3-numpy python3-scipy python3-jinja2 \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
@@ -201,8 +201,12 @@ test-host-debian13: deps
 	tests/host/debian13.sh
 
 # The slowest tests are listed so that the time budget can be watched.
+# E2E_WORKERS pytest-xdist workers share the tests out, a module (or a
+# scenario's short form) at a time, longest first (tests/e2e/conftest.py):
+# one worker left a 2-core machine's second core idle for much of the run.
+E2E_WORKERS ?= 2
 test-e2e:
-	$(PYTHON) -m pytest -q --durations=25 tests/e2e
+	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup tests/e2e
 
 # Benchmarks print measurements; they are never part of `make test`.
 # bench-deps: Debian's stock QEMU, the reference the device benchmark compares with.

@@ -27,6 +27,35 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
                           env=env, timeout=timeout, cwd=REPO)
 
 
+# make test-e2e runs these tests on pytest-xdist workers (--dist loadgroup).
+# A test stays on one worker with the rest of its module, whose module- and
+# session-scoped fixtures (each a run of VMs) then run once; modules sharing
+# a session fixture share a group, and a test that names its own xdist_group
+# (each scenario's short form) is scheduled alone. Workers take groups in
+# order, so the longest (CI's --durations, stop 25) go first and no long one
+# is left to run by itself at the end.
+SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
+LONGEST_FIRST = ["hdd-ncq-vs-sorting", "test_backends.py", "test_determinism.py",
+                 "test_vcpu_clocks.py", "hdd-sorting-nr-requests", "test_flavours.py",
+                 "test_spine.py", "multi-tenant-bfq", "test_faults.py", "ai-inference",
+                 "cloud-mysql-incident"]
+
+
+def xdist_group(item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    if mark:
+        return mark.args[0] if mark.args else mark.kwargs["name"]
+    return SHARED_GROUPS.get(item.path.name, item.path.name)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(xdist_group(item), len(rank)))  # stable
+
+
 @pytest.fixture(scope="session")
 def built():
     for p in (REPO / "build/qemu/bin/qemu-system-x86_64", DEFAULT_IMAGE / "image.json"):
@@ -73,17 +102,19 @@ def mixed(runtime: str, iodepth: int = 8, ioengine: str = "io_uring") -> str:
     return job("mixed", "randrw", runtime, iodepth, ioengine, rwmixread=70)
 
 
-def qemu_pids(marker: str) -> list[int]:
-    """QEMU processes whose command line contains `marker`."""
+def qemu_pids(marker: str, parents: tuple[int, ...] | None = None) -> list[int]:
+    """QEMU processes whose command line contains `marker` (and, if given,
+    whose parent is one of `parents`: other xdist workers run VMs too)."""
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if "qemu-system" in cmd and marker in cmd:
+        if "qemu-system" in cmd and marker in cmd and (parents is None or ppid in parents):
             pids.append(int(proc.name))
     return pids
 

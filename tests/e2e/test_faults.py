@@ -37,7 +37,7 @@ def test_qemu_killed_mid_cell(built, tmp_path):
     deadline = time.monotonic() + 180
     victim = None
     while time.monotonic() < deadline and victim is None:
-        for pid in qemu_pids("cell-"):
+        for pid in qemu_pids(str(out)):
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
             except OSError:

@@ -39,7 +39,10 @@ def short_run(name: str, tmp_path_factory) -> Path:
     return _runs[name]
 
 
-@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in RUN_ELSEWHERE])
+# Each short form is its own xdist group (conftest.py), with the lab tests
+# that read the same run.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(n))
+                                  for n in SCENARIOS if n not in RUN_ELSEWHERE])
 def test_short_form_expectations_hold(name, built, tmp_path_factory):
     run = short_run(name, tmp_path_factory)
     proc = run_blklab("check", str(run))
@@ -62,6 +65,7 @@ KERNEL_DEFAULTS = {
 }
 
 
+@pytest.mark.xdist_group("cloud-mysql-incident")
 def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factory):
     cells = cells_of(short_run("cloud-mysql-incident", tmp_path_factory))
     seen = set()
@@ -95,6 +99,7 @@ def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factor
     assert seen == {"none", "mq-deadline", "kyber", "bfq"}
 
 
+@pytest.mark.xdist_group("scheduler-switch-under-load")
 def test_lab_scheduler_switch_log(built, tmp_path_factory):
     from blklab import switches
 
@@ -112,6 +117,7 @@ def test_lab_scheduler_switch_log(built, tmp_path_factory):
     assert proc.returncode == 0 and "switches, 0 failed" in proc.stdout
 
 
+@pytest.mark.xdist_group("hdd-sorting-nr-requests")
 def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
     """block/blk-sysfs.c: queue_requests_store() raises nr_requests below
     BLKDEV_MIN_RQ (4) to 4, although the kernel's own default for a depth-1
@@ -133,6 +139,7 @@ def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
                                    for n in notes), notes
 
 
+@pytest.mark.xdist_group("kernel-generations")
 def test_lab_who_dispatches_a_lone_submission(built, tmp_path_factory):
     """Lab 12 on the default series: blktrace's plugs and dispatchers are
     those conftest.LONE_SUBMISSION_PLUGGED states for it, and on a series
@@ -152,6 +159,7 @@ def test_lab_who_dispatches_a_lone_submission(built, tmp_path_factory):
             assert switches < 0.05 * ios, cell["cell_id"]
 
 
+@pytest.mark.xdist_group("kernel-generations-batched")
 def test_lab_a_batched_submission_is_dispatched_by_its_thread(built, tmp_path_factory):
     """Lab 12's way out on 6.1: four SQEs per io_uring_enter are plugged
     (io_uring plugs a submission of more than two), so every request is
