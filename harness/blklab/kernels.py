@@ -57,6 +57,64 @@ IOSCHED_ATTRIBUTES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+# What each series lists under queue/, from queue_attrs[] (and, in 6.12,
+# blk_mq_queue_attrs[]) in block/blk-sysfs.c: QUEUE_RW_ENTRY attributes
+# (mode 0644) can be written, QUEUE_RO_ENTRY ones and hw_sector_size (0444)
+# only read; read from the pinned Debian sources (5.10.262 has the stable
+# backport of zone_write_granularity). Against 5.10, 6.1 lists dma_alignment
+# and virt_boundary_mask; 6.12 adds the atomic_write_* limits and has no
+# throttle_sample_time (CONFIG_BLK_DEV_THROTTLING_LOW is gone from its
+# block/Kconfig).
+_QUEUE_RW_5_10 = ("add_random", "discard_max_bytes", "io_poll", "io_poll_delay", "io_timeout",
+                  "iostats", "max_sectors_kb", "nomerges", "nr_requests", "read_ahead_kb",
+                  "rotational", "rq_affinity", "scheduler", "stable_writes",
+                  "throttle_sample_time", "wbt_lat_usec", "write_cache")
+_QUEUE_RO_5_10 = ("chunk_sectors", "dax", "discard_granularity", "discard_max_hw_bytes",
+                  "discard_zeroes_data", "fua", "hw_sector_size", "logical_block_size",
+                  "max_active_zones", "max_discard_segments", "max_hw_sectors_kb",
+                  "max_integrity_segments", "max_open_zones", "max_segment_size",
+                  "max_segments", "minimum_io_size", "nr_zones", "optimal_io_size",
+                  "physical_block_size", "write_same_max_bytes", "write_zeroes_max_bytes",
+                  "zone_append_max_bytes", "zone_write_granularity", "zoned")
+_QUEUE_RO_6_1 = _QUEUE_RO_5_10 + ("dma_alignment", "virt_boundary_mask")
+QUEUE_ATTRIBUTES: dict[str, dict[str, bool]] = {  # name -> writable
+    "5.10": {**dict.fromkeys(_QUEUE_RO_5_10, False), **dict.fromkeys(_QUEUE_RW_5_10, True)},
+    "6.1": {**dict.fromkeys(_QUEUE_RO_6_1, False), **dict.fromkeys(_QUEUE_RW_5_10, True)},
+    "6.12": {**dict.fromkeys(_QUEUE_RO_6_1 + ("atomic_write_boundary_bytes",
+                                              "atomic_write_max_bytes",
+                                              "atomic_write_unit_max_bytes",
+                                              "atomic_write_unit_min_bytes"), False),
+             **dict.fromkeys(set(_QUEUE_RW_5_10) - {"throttle_sample_time"}, True)},
+}
+# Attributes present only with a config symbol: throttle_sample_time under
+# #ifdef CONFIG_BLK_DEV_THROTTLING_LOW; wbt_lat_usec under #ifdef
+# CONFIG_BLK_WBT from 6.12 (before, always listed).
+QUEUE_ATTRIBUTE_CONFIG: dict[str, dict[str, str]] = {
+    "5.10": {"throttle_sample_time": "BLK_DEV_THROTTLING_LOW"},
+    "6.1": {"throttle_sample_time": "BLK_DEV_THROTTLING_LOW"},
+    "6.12": {"wbt_lat_usec": "BLK_WBT"},
+}
+# Attributes queue_attr_visible() hides on some queues, for every series:
+# max_open_zones and max_active_zones unless the device is zoned (no blklab
+# device is); io_timeout unless the driver's blk_mq_ops has a timeout
+# handler, and virtio-blk's virtio_mq_ops has none (drivers/block/
+# virtio_blk.c; NVMe's nvme_mq_ops and SCSI's scsi_mq_ops, under ide-hd and
+# ahci-hd, have one).
+QUEUE_HIDDEN_ON_KIND = {"max_open_zones": ("nvme", "ide-hd", "ahci-hd", "virtio-blk"),
+                        "max_active_zones": ("nvme", "ide-hd", "ahci-hd", "virtio-blk"),
+                        "io_timeout": ("virtio-blk",)}
+
+
+def queue_attributes(series: str, kind: str, config: dict[str, str] | None) -> dict[str, bool]:
+    """What a `kind` device's queue/ lists in a guest of `series` (name ->
+    writable), for the kernel config given (None: as if every symbol is set)."""
+    conditional = QUEUE_ATTRIBUTE_CONFIG.get(series, {})
+    return {name: rw for name, rw in QUEUE_ATTRIBUTES[series].items()
+            if kind not in QUEUE_HIDDEN_ON_KIND.get(name, ())
+            and (config is None or name not in conditional
+                 or enabled(config, conditional[name]))}
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One pinned guest kernel."""
@@ -164,6 +222,41 @@ def check_iosched(path: str, written: str, kernel_id: str,
                     path, f"iosched.{sched}.{key}",
                     f"{sched} in Linux {kernel.series} (guest.kernel = \"{written}\") has no "
                     f"attribute '{key}' under queue/iosched/; it has: {', '.join(have)}")
+
+
+def check_queue(path: str, written: str, kernel_id: str, devices: list,
+                queue_axes: dict[str, list[str]]) -> None:
+    """Raise ScenarioError for a [queue] or [device.queue] key that the named
+    kernel does not list under a device's queue/, or lists read-only
+    (QUEUE_ATTRIBUTES; with the image's config when it is built)."""
+    kernel = resolve(kernel_id)
+    if kernel is None or kernel.series not in QUEUE_ATTRIBUTES:
+        return
+    found = _image(kernel_id)
+    config = found[1] if found else None
+    series = kernel.series
+    for i, d in enumerate(devices):
+        own = dict(d.queue_axes)
+        for name in list(own) + [k for k in queue_axes if k not in own]:
+            key = f"device[{i}].queue.{name}" if name in own else f"queue.{name}"
+            on = f"Linux {series} (guest.kernel = \"{written}\")"
+            have = queue_attributes(series, d.kind, config)
+            writable = ", ".join(sorted(n for n, rw in have.items() if rw and n != "scheduler"))
+            if name in have:
+                if not have[name]:
+                    raise ScenarioError(path, key, f"queue/{name} is read-only in {on} "
+                                        f"(mode 0444, block/blk-sysfs.c); writable: {writable}")
+                continue
+            if name in QUEUE_ATTRIBUTES[series] and d.kind in QUEUE_HIDDEN_ON_KIND.get(name, ()):
+                why = (f"device '{d.name}' is kind '{d.kind}', whose queue/ hides it "
+                       "(queue_attr_visible, block/blk-sysfs.c)")
+            elif name in QUEUE_ATTRIBUTES[series]:
+                why = (f"{on} lists it only with "
+                       f"CONFIG_{QUEUE_ATTRIBUTE_CONFIG[series][name]}, and its config has "
+                       f"{config_line(config or {}, QUEUE_ATTRIBUTE_CONFIG[series][name])}")
+            else:
+                why = f"{on} has no attribute '{name}' under queue/"
+            raise ScenarioError(path, key, f"{why}; writable: {writable}")
 
 
 def check_scenario(path: str, written: str, kernel_id: str, devices: list,

@@ -1244,6 +1244,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         iosched_axes[sched] = {k: _tunable_values(sub, k) for k in list(sub.table)}
 
     kernels.check_iosched(shown, written, guest.kernel, iosched_axes)
+    kernels.check_queue(shown, written, guest.kernel, devices, queue_axes)
     jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
     if check_profiles:
         kernels.check_scenario(shown, written, guest.kernel, devices, schedulers, jobs)

@@ -189,3 +189,78 @@ def test_an_attribute_the_series_lacks_is_refused_with_what_it_has(build, tmp_pa
 
 def test_every_pinned_series_has_its_attributes_listed():
     assert {k.series for k in kernels.pinned()} == set(kernels.IOSCHED_ATTRIBUTES)
+
+
+def _with_queue(tmp_path: Path, kernel: str, kind: str, key: str, on_device=False) -> Path:
+    path = write_scenario(tmp_path, kernel, kind)
+    text = path.read_text()
+    if on_device:  # the device's own [device.queue] table
+        text = text.replace("[[job]]", f"queue = {{{key} = 1}}\n[[job]]", 1)
+    else:
+        text += f"[queue]\n{key} = 1\n"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("series", sorted(kernels.QUEUE_ATTRIBUTES))
+@pytest.mark.parametrize("kind", ["nvme", "ide-hd", "virtio-blk"])
+def test_each_writable_queue_attribute_a_device_lists_is_accepted(build, tmp_path, series, kind):
+    listed = kernels.queue_attributes(series, kind, None)
+    for key in sorted(n for n, rw in listed.items() if rw and n != "scheduler"):
+        s = scenario.load(_with_queue(tmp_path, f"{series}-amd64", kind, key))
+        assert s.queue_axes == {key: ["1"]}
+
+
+def test_a_read_only_queue_attribute_is_refused_with_the_writable_ones(build, tmp_path):
+    path = _with_queue(tmp_path, "6.1-amd64", "nvme", "max_hw_sectors_kb", on_device=True)
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert (e.value.path, e.value.key) == (str(path), "device[0].queue.max_hw_sectors_kb")
+    assert e.value.message.startswith(
+        "queue/max_hw_sectors_kb is read-only in Linux 6.1 (guest.kernel = \"6.1-amd64\") "
+        "(mode 0444, block/blk-sysfs.c); writable: add_random, discard_max_bytes, io_poll, ")
+    assert "scheduler" not in e.value.message.split("writable: ")[1]
+
+
+def test_a_queue_attribute_the_series_lacks_is_refused(build, tmp_path):
+    path = _with_queue(tmp_path, "6.12-amd64", "nvme", "throttle_sample_time")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.key == "queue.throttle_sample_time"
+    assert e.value.message.startswith(
+        "Linux 6.12 (guest.kernel = \"6.12-amd64\") has no attribute 'throttle_sample_time' "
+        "under queue/; writable: ")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(_with_queue(tmp_path, "6.1-amd64", "nvme", "no_such_attribute"))
+    assert e.value.key == "queue.no_such_attribute"
+
+
+def test_a_queue_attribute_its_config_leaves_out_is_refused_naming_the_line(build, tmp_path):
+    # The fixture's cloud-amd64 config does not mention BLK_DEV_THROTTLING_LOW.
+    path = _with_queue(tmp_path, "cloud-amd64", "nvme", "throttle_sample_time")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.message.startswith(
+        f"Linux {kernels.default_series()} (guest.kernel = \"cloud-amd64\") lists it only with "
+        "CONFIG_BLK_DEV_THROTTLING_LOW, and its config has CONFIG_BLK_DEV_THROTTLING_LOW "
+        "absent from the config; writable: ")
+    (build / "images" / image_name("cloud-amd64") / "config").write_text(
+        CONFIG + "CONFIG_BLK_DEV_THROTTLING_LOW=y\n")
+    assert scenario.load(path).queue_axes == {"throttle_sample_time": ["1"]}
+
+
+def test_io_timeout_is_refused_on_virtio_blk_alone(build, tmp_path):
+    path = write_scenario(tmp_path, "6.1-amd64", "nvme", "virtio-blk")
+    path.write_text(path.read_text() + "[queue]\nio_timeout = 30000\n")
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(path)
+    assert e.value.key == "queue.io_timeout"
+    assert e.value.message.startswith(
+        "device 'd1' is kind 'virtio-blk', whose queue/ hides it (queue_attr_visible, "
+        "block/blk-sysfs.c); writable: ")
+    assert "io_timeout" not in e.value.message.split("writable: ")[1]
+    scenario.load(_with_queue(tmp_path, "6.1-amd64", "nvme", "io_timeout"))
+
+
+def test_every_pinned_series_has_its_queue_attributes_listed():
+    assert {k.series for k in kernels.pinned()} == set(kernels.QUEUE_ATTRIBUTES)

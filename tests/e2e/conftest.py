@@ -41,6 +41,11 @@ LONGEST_FIRST = ["hdd-ncq-vs-sorting", "test_backends.py", "test_determinism.py"
                  "cloud-mysql-incident"]
 
 
+def pytest_configure(config):
+    # Registered here too, so that a run without xdist (-p no:xdist) knows it.
+    config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests")
+
+
 def xdist_group(item) -> str:
     mark = item.get_closest_marker("xdist_group")
     if mark:
@@ -136,6 +141,20 @@ def dispatches(cell_dir: Path) -> tuple[int, int, dict[str, int]]:
 # asynchronous run of the hardware queue, a kblockd worker; 6.10
 # (060406c61c7c) plugs every bio in __submit_bio(). Unplugged, a request
 # without an elevator is still issued directly by the submitting thread.
+def check_queue_listing(cell: dict) -> None:
+    """The cell's device listed under queue/ exactly what validation checks
+    [queue] keys against: kernels.queue_attributes for its series, device
+    kind and image config, 644 where writable and 444 where not."""
+    from blklab import paths
+
+    kernel = kernels.resolve(cell["request"]["kernel"])
+    kind = cell["request"]["device"]["kind"]
+    config = kernels.read_config(paths.image_dir(kernel.id) / "config")
+    want = {name: "644" if rw else "444"
+            for name, rw in kernels.queue_attributes(kernel.series, kind, config).items()}
+    assert cell["guest"]["device"]["queue_attributes"] == want, (kernel.id, kind)
+
+
 LONE_SUBMISSION_PLUGGED = {"5.10": True, "6.1": False, "6.12": True}
 
 

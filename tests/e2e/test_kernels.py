@@ -4,8 +4,9 @@ other series (guest-images/kernel-series) boots its amd64 flavour once, in
 deterministic mode, and runs a short job under mq-deadline, kyber and bfq
 (kyber and bfq are modules the guest loads) on an NVMe device with a device
 model, traced. Each scheduler's queue/iosched/ must list exactly what
-kernels.IOSCHED_ATTRIBUTES says of the series, which validation checks
-scenarios against (test_scenarios.py checks the default series), and
+kernels.IOSCHED_ATTRIBUTES says of the series, and queue/ what
+kernels.queue_attributes says, which validation checks scenarios against
+(test_scenarios.py checks the default series, on more device kinds), and
 blktrace must show who dispatches each request under mq-deadline as lab
 12 says (conftest.check_dispatcher).
 
@@ -15,7 +16,7 @@ import json
 
 import pytest
 
-from conftest import cells_of, check_dispatcher, run_blklab
+from conftest import cells_of, check_dispatcher, check_queue_listing, run_blklab
 from blklab import kernels, paths, results
 from blklab.errors import BuildMissingError
 
@@ -80,6 +81,7 @@ def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
         assert sorted(c["in_effect"]["iosched"]) == \
             sorted(kernels.IOSCHED_ATTRIBUTES[kernel.series][sched]), (kernel.id, sched)
         assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
+        check_queue_listing(c)
         assert all(row["total_ios"] > 0 for row in c["summary"])
         # Who dispatches blkgen's lone submissions under mq-deadline (lab 12;
         # kyber and bfq may also dispatch from their own timers and wake-ups).

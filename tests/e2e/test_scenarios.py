@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LONE_SUBMISSION_PLUGGED, REPO, cells_of, check_dispatcher, dispatches,
-                      run_blklab)
+from conftest import (LONE_SUBMISSION_PLUGGED, REPO, cells_of, check_dispatcher,
+                      check_queue_listing, dispatches, run_blklab)
 from blklab import kernels
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
@@ -79,6 +79,7 @@ def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factor
             # What validation checks [iosched.*] keys against.
             assert sorted(effect["iosched"]) == \
                 sorted(kernels.IOSCHED_ATTRIBUTES[kernels.default_series()][sched]), sched
+        check_queue_listing(cell)  # NVMe and virtio-blk
         queue = effect["queue"]
         assert queue["nr_hw_queues"] == "2"
         # The tag set's depth: NVMe's 1023 (its queue of 1024 less one
@@ -128,6 +129,7 @@ def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
     cells = cells_of(short_run("hdd-sorting-nr-requests", tmp_path_factory))
     assert len(cells) == 18  # two tunings x three schedulers x three seeds
     for cell in cells.values():
+        check_queue_listing(cell)  # a SATA disk (sd)
         asked = cell["request"]["tunables"]["nr_requests"]
         assert cell["in_effect"]["queue"]["nr_requests"] == ("4" if asked == "2" else "64")
         expected = ([{"tunable": "nr_requests", "asked": "2", "in_effect": "4"}]
