@@ -53,6 +53,7 @@ def xdist_group(item) -> str:
     return SHARED_GROUPS.get(item.path.name, item.path.name)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if not item.get_closest_marker("xdist_group"):
