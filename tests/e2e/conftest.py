@@ -108,19 +108,27 @@ def mixed(runtime: str, iodepth: int = 8, ioengine: str = "io_uring") -> str:
     return job("mixed", "randrw", runtime, iodepth, ioengine, rwmixread=70)
 
 
-def qemu_pids(marker: str, parents: tuple[int, ...] | None = None) -> list[int]:
-    """QEMU processes whose command line contains `marker` (and, if given,
-    whose parent is one of `parents`: other xdist workers run VMs too)."""
+# Every process the tests start inherits this, and so does every QEMU they
+# run: a test finds its own QEMUs by it, not those of the other xdist worker.
+os.environ["BLKLAB_E2E_WORKER"] = str(os.getpid())
+
+
+def qemu_pids(marker: str = "") -> list[int]:
+    """This test process's QEMUs (run by it or by a blklab it started, or
+    left behind by one) whose command line contains `marker`."""
+    token = f"BLKLAB_E2E_WORKER={os.getpid()}".encode()
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
+            if "qemu-system" not in cmd or marker not in cmd:
+                continue
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
             continue
-        if "qemu-system" in cmd and marker in cmd and (parents is None or ppid in parents):
+        if token in env:
             pids.append(int(proc.name))
     return pids
 

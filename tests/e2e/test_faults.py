@@ -37,7 +37,7 @@ def test_qemu_killed_mid_cell(built, tmp_path):
     deadline = time.monotonic() + 180
     victim = None
     while time.monotonic() < deadline and victim is None:
-        for pid in qemu_pids(str(out)):
+        for pid in qemu_pids():
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
             except OSError:
@@ -88,7 +88,7 @@ def test_guest_panic_and_hang(built, tmp_path):
         assert "blklab: cell nvme0.none.r0" in console
         if fault == "guest-panic":
             assert "sysrq: Trigger a crash" in console
-        assert qemu_pids(str(out)) == []
+        assert qemu_pids() == []
 
 
 @pytest.fixture
