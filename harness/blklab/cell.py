@@ -273,11 +273,7 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
             "queue": {k: v for k, v in kv.items() if not k.startswith("iosched/")},
         }
     if "device.txt" in f:
-        device = parse_kv(f["device.txt"].decode(errors="replace"))
-        if "queue_attributes" in device:  # "name:mode ..." -> {name: mode}
-            device["queue_attributes"] = dict(
-                a.split(":", 1) for a in device["queue_attributes"].split() if ":" in a)
-        result.guest["device"] = device
+        result.guest["device"] = parse_kv(f["device.txt"].decode(errors="replace"))
     if "stat_before.txt" in f and "stat_after.txt" in f:
         elapsed = None
         if "uptime_before.txt" in f and "uptime_after.txt" in f:

@@ -4,11 +4,11 @@ other series (guest-images/kernel-series) boots its amd64 flavour once, in
 deterministic mode, and runs a short job under mq-deadline, kyber and bfq
 (kyber and bfq are modules the guest loads) on an NVMe device with a device
 model, traced. Each scheduler's queue/iosched/ must list exactly what
-kernels.IOSCHED_ATTRIBUTES says of the series, and queue/ what
-kernels.queue_attributes says, which validation checks scenarios against
-(test_scenarios.py checks the default series, on more device kinds), and
-blktrace must show who dispatches each request under mq-deadline as lab
-12 says (conftest.check_dispatcher).
+kernels.IOSCHED_ATTRIBUTES says of the series, and every queue/ attribute
+it reads back must be one kernels.queue_attributes lists: what validation
+checks scenarios against (test_scenarios.py checks the default series, on
+more device kinds). And blktrace must show who dispatches each request
+under mq-deadline as lab 12 says (conftest.check_dispatcher).
 
 The images come from `make images` (make test builds them)."""
 
