@@ -37,16 +37,27 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
     assert nvme["in_effect"]["queue"]["nr_hw_queues"] == str(vcpus)
 
 
-def test_two_vcpus_do_not_stall_each_other(built, tmp_path):
+# The same guest with less memory boots on another virtual timeline, on
+# which a read still waits out a round-robin share. Known to fail until the
+# wait that keeps the turn is found; when it is fixed the mark must go
+# (strict: a pass fails the run).
+STALLS_WITH_592_MIB = pytest.mark.xfail(
+    strict=True, reason="one read waits 24.4 ms: a vCPU keeps its round-robin turn (the "
+    "model's slowest read is 1.6 us) through a wait that 0019's PAUSE hand-off misses")
+
+
+@pytest.mark.parametrize("memory_mib", [1024, pytest.param(592, marks=STALLS_WITH_592_MIB)])
+def test_two_vcpus_do_not_stall_each_other(built, tmp_path, memory_mib):
     """With two vCPUs a guest's spin-wait must not keep its turn while the
-    vCPU it waits for cannot run. Before QEMU 0027 a vCPU spinning in
-    cpu_relax() kept the rest of its round-robin share (up to 50 ms), and
-    this job's reads stopped for up to 50 ms about a dozen times in 2 s
-    (p99.9 50.5 ms); with one vCPU, or with 0027, the slowest read takes
-    under 0.6 ms. The bound is virtual time, so load does not move it."""
+    vCPU it waits for cannot run. Before QEMU 0019 a vCPU spinning in
+    cpu_relax() kept the rest of its round-robin share (up to 50 ms, half
+    the kick timer's period), and this job's reads stopped for up to 50 ms
+    about a dozen times in 2 s (p99.9 50.5 ms); with one vCPU, or with 0019,
+    the slowest read takes under 0.6 ms. The bound is virtual time, so load
+    does not move it."""
     scenario = tmp_path / "pause.toml"
     scenario.write_text('[scenario]\nschedulers = ["mq-deadline"]\nmode = "deterministic"\n'
-                        'timeout_s = 900\n[guest]\nvcpus = 2\n'
+                        f'timeout_s = 900\n[guest]\nvcpus = 2\nmemory_mib = {memory_mib}\n'
                         '[[device]]\nname = "optane"\nkind = "nvme"\nbacking = "null"\n'
                         'profile = "optane-p5800x-800g"\nsize_gib = 64\n'
                         '[[job]]\nname = "r"\nrw = "randread"\nbs = "4k"\niodepth = 32\n'
