@@ -32,13 +32,16 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
 # session-scoped fixtures (each a run of VMs) then run once; modules sharing
 # a session fixture share a group, and a test that names its own xdist_group
 # (each scenario's short form) is scheduled alone. Workers take groups in
-# order, so the longest (CI's --durations, stop 25) go first and no long one
+# order, so the longest go first and no long one
 # is left to run by itself at the end.
 SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
-LONGEST_FIRST = ["hdd-ncq-vs-sorting", "test_backends.py", "test_determinism.py",
-                 "test_vcpu_clocks.py", "hdd-sorting-nr-requests", "test_flavours.py",
-                 "test_spine.py", "multi-tenant-bfq", "test_faults.py", "ai-inference",
-                 "cloud-mysql-incident"]
+LONGEST_FIRST = [  # by the two-worker run's --durations, 2026-12-03
+    "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
+    "hdd-sorting-nr-requests", "hdd-ncq-vs-sorting", "multi-tenant-bfq", "test_flavours.py",
+    "test_faults.py", "ssd-gc-tail", "guest-cpu", "optane-class", "test_integrity.py",
+    "read-vs-background-writes", "cloud-mysql-incident-as-run", "mq-deadline-tuning",
+    "test_customer_inputs.py", "test_cpu_rate.py", "kernel-generations-batched",
+    "cloud-mysql-incident", "ai-inference"]
 
 
 def pytest_configure(config):
