@@ -235,13 +235,13 @@ def check_queue(path: str, written: str, kernel_id: str, devices: list,
     found = _image(kernel_id)
     config = found[1] if found else None
     series = kernel.series
+    on = f"Linux {series} (guest.kernel = \"{written}\")"
     for i, d in enumerate(devices):
+        have = queue_attributes(series, d.kind, config)
+        writable = ", ".join(sorted(n for n, rw in have.items() if rw and n != "scheduler"))
         own = dict(d.queue_axes)
         for name in list(own) + [k for k in queue_axes if k not in own]:
             key = f"device[{i}].queue.{name}" if name in own else f"queue.{name}"
-            on = f"Linux {series} (guest.kernel = \"{written}\")"
-            have = queue_attributes(series, d.kind, config)
-            writable = ", ".join(sorted(n for n, rw in have.items() if rw and n != "scheduler"))
             if name in have:
                 if not have[name]:
                     raise ScenarioError(path, key, f"queue/{name} is read-only in {on} "

@@ -32,8 +32,8 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
 # session-scoped fixtures (each a run of VMs) then run once; modules sharing
 # a session fixture share a group, and a test that names its own xdist_group
 # (each scenario's short form) is scheduled alone. Workers take groups in
-# order, so the longest go first and no long one
-# is left to run by itself at the end.
+# order, so the longest go first and no long one is left to run by itself
+# at the end.
 SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
 LONGEST_FIRST = [  # by the two-worker run's --durations, 2026-12-03
     "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
@@ -145,14 +145,6 @@ def dispatches(cell_dir: Path) -> tuple[int, int, dict[str, int]]:
     return d.queued, d.plugs, d.by
 
 
-# Per kernel series, whether a lone io_uring submission (blkgen's one SQE
-# per io_uring_enter) is plugged, and so who dispatches it under an
-# elevator (docs/labs/12-the-kernel-upgrade.md): 5.10's io_uring plugs every
-# submission; 5.11 (27926b683db0) plugs only when more than two SQEs are
-# submitted at once, so on 6.1 blk_mq_submit_bio() leaves the request to an
-# asynchronous run of the hardware queue, a kblockd worker; 6.10
-# (060406c61c7c) plugs every bio in __submit_bio(). Unplugged, a request
-# without an elevator is still issued directly by the submitting thread.
 def check_queue_listing(cell: dict) -> None:
     """Every queue/ attribute the cell's guest read back is one that
     validation checks [queue] keys against: kernels.queue_attributes for its
@@ -170,6 +162,14 @@ def check_queue_listing(cell: dict) -> None:
     assert all(listed[a] for a in ("nr_requests", "read_ahead_kb", "wbt_lat_usec"))
 
 
+# Per kernel series, whether a lone io_uring submission (blkgen's one SQE
+# per io_uring_enter) is plugged, and so who dispatches it under an
+# elevator (docs/labs/12-the-kernel-upgrade.md): 5.10's io_uring plugs every
+# submission; 5.11 (27926b683db0) plugs only when more than two SQEs are
+# submitted at once, so on 6.1 blk_mq_submit_bio() leaves the request to an
+# asynchronous run of the hardware queue, a kblockd worker; 6.10
+# (060406c61c7c) plugs every bio in __submit_bio(). Unplugged, a request
+# without an elevator is still issued directly by the submitting thread.
 LONE_SUBMISSION_PLUGGED = {"5.10": True, "6.1": False, "6.12": True}
 
 
