@@ -35,11 +35,12 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
 # order, so the longest go first and no long one is left to run by itself
 # at the end.
 SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
-LONGEST_FIRST = [  # by the two-worker run's --durations, 2026-12-03
+LONGEST_FIRST = [  # by the two-worker run's --durations (and cells added since)
     "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
-    "hdd-sorting-nr-requests", "hdd-ncq-vs-sorting", "multi-tenant-bfq", "test_flavours.py",
-    "test_faults.py", "ssd-gc-tail", "guest-cpu", "optane-class", "test_integrity.py",
-    "read-vs-background-writes", "cloud-mysql-incident-as-run", "mq-deadline-tuning",
+    "hdd-sorting-nr-requests", "ssd-gc-tail", "read-vs-background-writes",
+    "hdd-ncq-vs-sorting", "multi-tenant-bfq", "test_flavours.py", "test_faults.py",
+    "guest-cpu", "optane-class", "test_integrity.py", "cloud-mysql-incident-as-run",
+    "mq-deadline-tuning",
     "test_customer_inputs.py", "test_cpu_rate.py", "kernel-generations-batched",
     "cloud-mysql-incident", "ai-inference"]
 
