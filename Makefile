@@ -67,7 +67,7 @@ DEB_PACKAGES := \
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
 	test-host-debian13 \
-	bench-deps bench-device bench-blkgen bench-determinism bench-vcpu-clocks
+	bench-deps bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -227,6 +227,11 @@ bench-determinism: qemu image
 # The default scenario with shared and with parallel vCPU clocks, side by side.
 bench-vcpu-clocks: qemu image
 	$(PYTHON) tests/bench/vcpu-clocks-cost.py
+
+# Guest instructions per polled io_uring read on each kernel, and the rate at
+# which they take the published core's time (docs/determinism.md).
+bench-cpu-rate: qemu images
+	$(PYTHON) tests/bench/cpu-rate.py
 
 clean:
 	rm -rf $(BUILD)

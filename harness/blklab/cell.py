@@ -95,6 +95,7 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "cpu_rate": scenario.guest.cpu_rate,
         "vcpu_clocks": scenario.guest.vcpu_clocks,
         "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
+        "nvme_poll_queues": scenario.guest.nvme_poll_queues,
         "kernel_flavour": scenario.guest.flavour,
         "kernel": scenario.guest.kernel,
     }
@@ -153,7 +154,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text,
         vcpu_clocks=scenario.guest.vcpu_clocks or "shared",
         vcpu_quantum_ns=scenario.guest.vcpu_quantum_ns or 0, device=cell.device,
-        backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell))
+        backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell),
+        nvme_poll_queues=scenario.guest.nvme_poll_queues)
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
     vm_error = None

@@ -190,7 +190,8 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
 
 # The guest settings a run's cells record (request.*), by the [guest] key
 # (and --guest key) that sets each.
-GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns")
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
+              "nvme_poll_queues")
 
 
 def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:

@@ -215,6 +215,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         # in realtime mode.
         "vcpu_clocks": scenario.guest.vcpu_clocks,
         "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
+        "nvme_poll_queues": scenario.guest.nvme_poll_queues,  # nvme.poll_queues
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,
         "short": scenario.short,  # [short] applied (blklab run --short)

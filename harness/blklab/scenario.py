@@ -58,8 +58,17 @@ PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 # [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md); 1 is
 # icount's shift=0, which every run used before the key existed.
 DEFAULT_CPU_RATE = 1.0
+# The rate at which the 6.1 guest's polled io_uring read takes the time one
+# Ice Lake-SP core took per I/O in a published measurement (387.6 ns, 2.58M
+# IOPS at QD128): 3,434 of its instructions per I/O, fio's own work not
+# counted (docs/determinism.md, "Where a calibrated rate comes from";
+# `make bench-cpu-rate` measures it again). Not the default yet: every
+# scenario's figures and expectations move with it.
+CALIBRATED_CPU_RATE = 8.86
 CPU_RATE_MIN = 0.25
-CPU_RATE_MAX = 8.0
+# Above what any current core sustains (6-wide at 5 GHz is 30), and below
+# QEMU's -icount rate= limit (1024).
+CPU_RATE_MAX = 32.0
 CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
 
 
@@ -71,6 +80,11 @@ VCPU_CLOCKS = ("shared", "parallel")
 DEFAULT_VCPU_CLOCKS = "shared"
 DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
+# [guest] nvme_poll_queues: the NVMe driver's poll_queues module parameter
+# (nvme.poll_queues on the kernel command line): I/O queues without
+# interrupts, which io_uring's polled I/O (fio hipri=1) completes by polling.
+# drivers/nvme/host/pci.c io_queue_count_set() refuses more than the
+# possible CPUs (5.10, 6.1 and 6.12 alike), so at most [guest] vcpus.
 
 
 def cpu_rate_text(rate: float) -> str:
@@ -138,6 +152,7 @@ class Guest:
     # (where every vCPU is a host thread); the quantum only with "parallel".
     vcpu_clocks: str | None = DEFAULT_VCPU_CLOCKS
     vcpu_quantum_ns: int | None = None
+    nvme_poll_queues: int = 0
 
     @property
     def cpu_rate_text(self) -> str:
@@ -1065,7 +1080,8 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
 
 
 # The [guest] keys `blklab run --guest KEY=VALUE` may set.
-GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns")
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
+              "nvme_poll_queues")
 _GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks")  # kernel=6.12 is the series, not a number
 
 
@@ -1222,9 +1238,19 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     elif quantum is not None:
         raise g.error("vcpu_quantum_ns", "bounds how far apart the vCPUs' own clocks run; "
                       'it needs vcpu_clocks = "parallel"')
+    poll_queues = g.integer("nvme_poll_queues", 0, 0, MAX_VCPUS)
+    if poll_queues > guest.vcpus:
+        raise g.error("nvme_poll_queues", f"{poll_queues} is more than the guest's {guest.vcpus} "
+                      "vCPU(s): the nvme driver refuses more poll queues than possible CPUs "
+                      "(io_queue_count_set() in drivers/nvme/host/pci.c)")
+    guest = replace(guest, nvme_poll_queues=poll_queues)
     g.finish()
 
     devices = _parse_devices(shown, data, check_profiles)
+    if guest.nvme_poll_queues and not any(d.kind == "nvme" for d in devices):
+        raise ScenarioError(shown, "guest.nvme_poll_queues",
+                            "sets the nvme driver's poll queues, and no [[device]] has "
+                            "kind = \"nvme\"")
 
     q = _Reader(shown, _table(shown, data, "queue"), "queue")
     queue_axes = {k: _tunable_values(q, k) for k in list(q.table)}

@@ -64,6 +64,8 @@ class VMConfig:
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
     devmodel_seed: int = 0
+    # The nvme driver's poll queues ([guest] nvme_poll_queues; 0: none).
+    nvme_poll_queues: int = 0
     extra_append: str = ""
     # QEMU's determinism trace (the det_* trace events), for blklab diverge.
     trace_path: Path | None = None
@@ -112,6 +114,10 @@ class VMConfig:
             # The guest driver's tag depth (drivers/block/virtio_blk.c,
             # module parameter queue_depth; default: the ring's size).
             parts.append(f"virtio_blk.queue_depth={d.queue_depth}")
+        if self.nvme_poll_queues:
+            # A module parameter on the command line reaches the module
+            # when it loads (the guest's init loads nvme).
+            parts.append(f"nvme.poll_queues={self.nvme_poll_queues}")
         if self.extra_append:
             parts.append(self.extra_append)
         return " ".join(parts)

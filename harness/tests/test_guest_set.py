@@ -66,7 +66,7 @@ def test_set_keys_replace_the_files(tmp_path):
 def test_an_invalid_value_is_named_as_set_by_the_flag(tmp_path):
     with pytest.raises(ScenarioError) as e:
         scenario.load(write(tmp_path), guest_set=(("cpu_rate", "100"),))
-    assert "guest.cpu_rate: must be between 0.25 and 8" in str(e.value)
+    assert "guest.cpu_rate: must be between 0.25 and 32" in str(e.value)
     assert str(e.value).endswith("(set by --guest cpu_rate=100)")
 
 
