@@ -67,7 +67,7 @@ DEB_PACKAGES := \
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
 	test-host-debian13 \
-	bench-deps bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate
+	bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -209,12 +209,9 @@ test-e2e:
 	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup tests/e2e
 
 # Benchmarks print measurements; they are never part of `make test`.
-# bench-deps: Debian's stock QEMU, the reference the device benchmark compares with.
-bench-deps: deps
-	@dpkg-query -W -f='$${db:Status-Abbrev}' qemu-system-x86 2>/dev/null | grep -q '^ii' || \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-system-x86
-
-bench-device: bench-deps qemu image
+# Builds (once, cached) the stock QEMU it compares with: the same source with
+# only the series' build patches.
+bench-device: qemu image
 	$(PYTHON) tests/bench/device-cost.py
 
 bench-blkgen: qemu image

@@ -33,6 +33,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import qemu_variant  # noqa: E402
 # The patches of the series that are about determinism (docs/determinism.md).
 DETERMINISM_PATCHES = (
     "trace-log-every-event-that-reaches-the-guest",
@@ -80,37 +83,6 @@ time_based = true
 """
 
 
-def plain_series(series: str) -> str:
-    """The series without the determinism patches."""
-    lines = series.splitlines()
-    kept = [line for line in lines if not any(p in line for p in DETERMINISM_PATCHES)]
-    if len(lines) - len(kept) != len(DETERMINISM_PATCHES):
-        sys.exit("determinism-cost: the series does not list the determinism patches "
-                 + ", ".join(DETERMINISM_PATCHES))
-    return "\n".join(kept) + "\n"
-
-
-def build_plain(tmp: Path) -> Path:
-    """Builds (or reuses from the cache) QEMU without the determinism patches;
-    returns a BLKLAB_BUILD directory for it."""
-    root = tmp / "plain-repo"
-    patches = root / "qemu-patches"
-    patches.mkdir(parents=True)
-    for entry in REPO.iterdir():  # build-qemu.sh reads devmodel/ relative to its repository
-        if entry.name not in ("qemu-patches", "build", ".git"):
-            (root / entry.name).symlink_to(entry)
-    for f in (REPO / "qemu-patches").iterdir():
-        if f.name != "series":
-            shutil.copy2(f, patches / f.name)
-    (patches / "series").write_text(plain_series((REPO / "qemu-patches/series").read_text()))
-    build = tmp / "plain-build"
-    env = dict(os.environ, BLKLAB_BUILD=str(build))
-    subprocess.run([str(patches / "build-qemu.sh")], env=env, check=True)
-    for name in ("images", "cmake"):
-        (build / name).symlink_to(REPO / "build" / name)
-    return build
-
-
 def run(scenario: Path, build: Path, out: Path) -> tuple[float, dict[str, dict]]:
     env = dict(os.environ, BLKLAB_BUILD=str(build), PYTHONPATH=str(REPO / "harness"))
     started = time.monotonic()
@@ -136,7 +108,8 @@ def main() -> int:
         if scenario is None:
             scenario = tmp / "determinism-cost.toml"
             scenario.write_text(SCENARIO)
-        plain = build_plain(tmp)
+        plain = qemu_variant.build(tmp, "plain", qemu_variant.series_without(
+            DETERMINISM_PATCHES, "determinism-cost"))
         out = args.keep or tmp
         variants = {"deterministic": REPO / "build", "plain icount": plain}
         with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:

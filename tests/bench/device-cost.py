@@ -3,7 +3,10 @@
 
 1. Host wall time per guest I/O, 4 KiB random reads at QD32 on NVMe, in
    four steps that each change one thing (STEPS):
-     a. Debian's stock QEMU 7.2: no icount, stock device timing;
+     a. stock QEMU: the QEMU blklab builds on (Debian's source package)
+        with only the patches its build needs (STOCK_PATCHES: none of them
+        runs in a guest's QEMU), built by qemu-patches/build-qemu.sh and
+        cached like blklab's own; no icount, stock device timing;
      b. blklab's patched QEMU, still without icount and without a model
         (realtime mode, no profile): what the patches cost by themselves;
      c. the same with the zero-latency model driving the device: what the
@@ -18,8 +21,8 @@
 
 Wall time is the host's time between the guest's "workload start" and
 "workload end" console lines (host.workload_wall_seconds of a cell), so boot
-and teardown do not count. Needs the stock QEMU (`make bench-deps`) and
-blklab's builds (`make qemu image`).
+and teardown do not count. Needs blklab's builds (`make qemu image`); the
+stock build takes about 10 minutes the first time.
 
 Usage: tests/bench/device-cost.py [--seconds 4]   (virtual seconds of each job)
 """
@@ -36,7 +39,16 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-STOCK_QEMU = Path("/usr/bin/qemu-system-x86_64")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import qemu_variant  # noqa: E402
+
+# The stock build's patches: what a build with blklab's configure options and
+# targets needs (its device set, the devmodel link option, the qtest
+# programs build-qemu.sh builds, and qtest's clock_step, which only -qtest
+# uses), and nothing that runs in a guest's QEMU.
+STOCK_PATCHES = ("configs-add-a-blklab-device-set", "build-add-a-devmodel-option",
+                 "qtest-let-clock_step-0", "tests-qtest-")
 
 SCENARIO = """
 [scenario]
@@ -115,11 +127,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=int, default=4, help="virtual seconds of each job")
     args = ap.parse_args()
-    if not STOCK_QEMU.exists():
-        sys.exit(f"{STOCK_QEMU} missing: run 'make bench-deps' (Debian's qemu-system-x86)")
     with tempfile.TemporaryDirectory(prefix="blklab-bench-") as t:
         tmp = Path(t)
-        stock = build_dir_with(STOCK_QEMU, tmp)
+        stock = qemu_variant.build(tmp, "stock", qemu_variant.series_only(
+            STOCK_PATCHES, "device-cost"), lambda m: print(m, file=sys.stderr))
         patched = build_dir_with((REPO / "build" / "qemu" / "bin" /
                                   "qemu-system-x86_64").resolve(), tmp)
         print("measuring", file=sys.stderr)

@@ -1,0 +1,58 @@
+"""A QEMU built from blklab's base with part of the patch series, for the
+benchmarks that compare one change at a time: qemu-patches/build-qemu.sh
+runs on a copy of qemu-patches/ whose series keeps only the patches asked
+for, and caches the build by its inputs like any other (the first build
+takes about 10 minutes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def series_without(drop: tuple[str, ...], who: str) -> str:
+    """The series without the patches whose names contain one of `drop`."""
+    lines = (REPO / "qemu-patches" / "series").read_text().splitlines()
+    kept = [line for line in lines if not any(p in line for p in drop)]
+    if len(lines) - len(kept) != len(drop):
+        sys.exit(f"{who}: the series does not list each of " + ", ".join(drop))
+    return "\n".join(kept) + "\n"
+
+
+def series_only(keep: tuple[str, ...], who: str) -> str:
+    """The series with only the patches whose names contain one of `keep`."""
+    lines = (REPO / "qemu-patches" / "series").read_text().splitlines()
+    kept = [line for line in lines if any(p in line for p in keep)]
+    missing = [p for p in keep if not any(p in line for line in kept)]
+    if missing:
+        sys.exit(f"{who}: the series lists no patch named like " + ", ".join(missing))
+    return "\n".join(kept) + "\n"
+
+
+def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print) -> Path:
+    """Builds (or takes from the cache) QEMU with `series`; returns a
+    BLKLAB_BUILD directory whose QEMU is that build and whose guest images
+    and tools are the repository's."""
+    root = tmp / f"{name}-repo"
+    patches = root / "qemu-patches"
+    patches.mkdir(parents=True)
+    for entry in REPO.iterdir():  # build-qemu.sh reads devmodel/ relative to its repository
+        if entry.name not in ("qemu-patches", "build", ".git"):
+            (root / entry.name).symlink_to(entry)
+    for f in (REPO / "qemu-patches").iterdir():
+        if f.name != "series":
+            shutil.copy2(f, patches / f.name)
+    (patches / "series").write_text(series)
+    out = tmp / f"{name}-build"
+    log(f"building QEMU '{name}' ({len(series.splitlines())} patches of the series)")
+    env = dict(os.environ, BLKLAB_BUILD=str(out))
+    subprocess.run([str(patches / "build-qemu.sh")], env=env, check=True)
+    for entry in ("images", "cmake"):
+        (out / entry).symlink_to(REPO / "build" / entry)
+    return out
