@@ -188,7 +188,8 @@ test-sanitize-qemu: qemu-asan image
 
 # Every scenario's full form, run and checked, with one summary table
 # (results/test-full/<date>/summary.md). Not part of `make test`: hours of
-# VM time on a 2-core machine. TEST_FULL_ARGS: scenario names, --jobs N.
+# VM time on a 2-core machine. TEST_FULL_ARGS: scenario names, --jobs N,
+# --resume --out results/test-full/<date> (go on with a run cut short).
 test-full: qemu images
 	$(PYTHON) tests/full/run-full.py $(TEST_FULL_ARGS)
 

@@ -145,3 +145,38 @@ def test_test_full_names_the_default_kernels_image(tmp_path, monkeypatch):
     line = run_full.build_line()
     assert line.endswith(", QEMU build feedfacefeedface, guest image 0123456789ab "
                          "(linux-image-x 1-1)"), line
+
+
+def test_test_full_resumes_only_a_finished_run_of_this_build(tmp_path, monkeypatch):
+    """run-full.py --resume: a run without its wall time did not finish and
+    is run again; one with it is taken up if its manifest names this
+    build's QEMU and image, and refused, naming both builds, if not."""
+    import importlib.util
+
+    import pytest
+
+    spec = importlib.util.spec_from_file_location(
+        "run_full", Path(__file__).resolve().parents[2] / "tests" / "full" / "run-full.py")
+    run_full = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_full)
+    build = tmp_path / "build"
+    (build / "qemu").mkdir(parents=True)
+    (build / "qemu" / "manifest.json").write_text(json.dumps({"cache_key": "feedfacefeedface"}))
+    run = make_run(tmp_path, short=False, bfq_iops=None)
+    kernel = summary.runner.load_run(run).scenario.guest.kernel
+    (build / "images" / kernel).mkdir(parents=True)
+    (build / "images" / kernel / "image.json").write_text(json.dumps({"hash": "0123456789abcdef"}))
+    monkeypatch.setenv("BLKLAB_BUILD", str(build))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest |= {"qemu": {"cache_key": "feedfacefeedface"}, "image": {"hash": "0123456789abcdef"}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    assert run_full.reusable(run) is None  # no wall time: it did not finish
+    (run / run_full.WALL_FILE).write_text("3725.0\n")
+    assert run_full.reusable(run) == 3725.0
+    manifest["image"]["hash"] = "fedcba9876543210"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SystemExit) as e:
+        run_full.reusable(run)
+    assert "image fedcba9876543210, not this build's feedfacefeedface and 0123456789abcdef" \
+        in str(e.value)
