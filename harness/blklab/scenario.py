@@ -80,11 +80,6 @@ VCPU_CLOCKS = ("shared", "parallel")
 DEFAULT_VCPU_CLOCKS = "shared"
 DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
-# [guest] nvme_poll_queues: the NVMe driver's poll_queues module parameter
-# (nvme.poll_queues on the kernel command line): I/O queues without
-# interrupts, which io_uring's polled I/O (fio hipri=1) completes by polling.
-# drivers/nvme/host/pci.c io_queue_count_set() refuses more than the
-# possible CPUs (5.10, 6.1 and 6.12 alike), so at most [guest] vcpus.
 
 
 def cpu_rate_text(rate: float) -> str:
@@ -152,6 +147,11 @@ class Guest:
     # (where every vCPU is a host thread); the quantum only with "parallel".
     vcpu_clocks: str | None = DEFAULT_VCPU_CLOCKS
     vcpu_quantum_ns: int | None = None
+    # The nvme driver's poll_queues module parameter (nvme.poll_queues on the
+    # kernel command line): I/O queues without interrupts, which io_uring's
+    # polled I/O (fio hipri=1) completes by polling. io_queue_count_set() in
+    # drivers/nvme/host/pci.c refuses more than the possible CPUs (5.10, 6.1
+    # and 6.12 alike), so at most vcpus.
     nvme_poll_queues: int = 0
 
     @property
