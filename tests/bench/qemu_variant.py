@@ -35,10 +35,28 @@ def series_only(keep: tuple[str, ...], who: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print) -> Path:
-    """Builds (or takes from the cache) QEMU with `series`; returns a
-    BLKLAB_BUILD directory whose QEMU is that build and whose guest images
-    and tools are the repository's."""
+def excerpt(patch: str, path: str, subject: str) -> str:
+    """A patch of its own, in the series' mail format, that makes only the
+    change `patch` (a file of the series) makes to `path`; its author and
+    sign-off are the source patch's."""
+    text = (REPO / "qemu-patches" / patch).read_text()
+    start = text.find(f"diff --git a/{path} b/{path}\n")
+    if start < 0:
+        sys.exit(f"qemu-patches/{patch} does not change {path}")
+    end = text.find("\ndiff --git ", start + 1)
+    diff = text[start:] if end < 0 else text[start:end + 1]
+    head = text[:text.index("\nDate: ")]  # the From line and the From: header
+    signed = next(line for line in text.splitlines() if line.startswith("Signed-off-by: "))
+    return (f"{head}\nSubject: [PATCH] {subject}\n\nThe change qemu-patches/{patch} makes to "
+            f"{path}, alone.\n\n{signed}\n---\n{diff}")
+
+
+def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print,
+          extra: dict[str, str] | None = None) -> Path:
+    """Builds (or takes from the cache) QEMU with `series`, and after it the
+    patches in `extra` (file name -> text); returns a BLKLAB_BUILD
+    directory whose QEMU is that build and whose guest images and tools are
+    the repository's."""
     root = tmp / f"{name}-repo"
     patches = root / "qemu-patches"
     patches.mkdir(parents=True)
@@ -48,6 +66,9 @@ def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print)
     for f in (REPO / "qemu-patches").iterdir():
         if f.name != "series":
             shutil.copy2(f, patches / f.name)
+    for patch_name, text in (extra or {}).items():
+        (patches / patch_name).write_text(text)
+        series += patch_name + "\n"
     (patches / "series").write_text(series)
     out = tmp / f"{name}-build"
     log(f"building QEMU '{name}' ({len(series.splitlines())} patches of the series)")
