@@ -89,7 +89,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str,
         "cpu_rate": scenario.guest.cpu_rate_text, "qemu": qemu_manifest, "image": image.get("hash"),
         "blklab": __version__,
     }
-    if scenario.guest.vcpu_clocks == "parallel":  # only then, so other runs keep their ids
+    # Only then, so other runs keep their ids.
+    if scenario.guest.vcpu_clocks == "parallel" or scenario.guest.vcpu_quantum_ns:
         inputs["vcpu_clocks"] = [scenario.guest.vcpu_clocks, scenario.guest.vcpu_quantum_ns]
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True

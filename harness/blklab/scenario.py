@@ -1235,9 +1235,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
     if guest.vcpu_clocks == "parallel":
         guest = replace(guest, vcpu_quantum_ns=quantum or DEFAULT_VCPU_QUANTUM_NS)
-    elif quantum is not None:
-        raise g.error("vcpu_quantum_ns", "bounds how far apart the vCPUs' own clocks run; "
-                      'it needs vcpu_clocks = "parallel"')
+    else:  # shared: bounds each vCPU's round-robin turn; None: unbounded
+        guest = replace(guest, vcpu_quantum_ns=quantum)
     poll_queues = g.integer("nvme_poll_queues", 0, 0, MAX_VCPUS)
     if poll_queues > guest.vcpus:
         raise g.error("nvme_poll_queues", f"{poll_queues} is more than the guest's {guest.vcpus} "
@@ -1289,6 +1288,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         for key, what in (("cpu_rate", "sets the instruction rate of deterministic mode "
                            "(icount); in {mode} mode the host's CPU sets the pace"),
                           ("vcpu_clocks", "chooses the vCPUs' clocks of deterministic mode "
+                           "(icount); in {mode} mode each vCPU is a host thread"),
+                          ("vcpu_quantum_ns", "bounds the vCPUs' turns in deterministic mode "
                            "(icount); in {mode} mode each vCPU is a host thread")):
             if key in g.table:
                 raise g.error(key, what.format(mode=mode) + ": remove it or set "

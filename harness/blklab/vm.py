@@ -59,7 +59,10 @@ class VMConfig:
     # Deterministic mode: "shared", one clock for every vCPU, or "parallel",
     # each vCPU on its own (-icount parallel=on), at most quantum ns apart.
     vcpu_clocks: str = "shared"
-    vcpu_quantum_ns: int = 1000
+    # With "shared", 0 leaves each vCPU's round-robin turn unbounded (half
+    # the time to the next deadline), N bounds it to N ns (-icount quantum=N
+    # without parallel=on, qemu-patches/0034).
+    vcpu_quantum_ns: int = 0
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
@@ -131,6 +134,8 @@ class VMConfig:
         opt = f"rate={self.cpu_rate},sleep=off"
         if self.parallel_vcpu_clocks:
             opt += f",parallel=on,quantum={self.vcpu_quantum_ns}"
+        elif self.vcpu_quantum_ns:
+            opt += f",quantum={self.vcpu_quantum_ns}"
         return opt
 
     def cpu_features(self) -> list[str]:

@@ -71,6 +71,7 @@ def test_cpu_rate(tmp_path, written, rate, text):
     ('vcpu_clocks = "parallel"\n', "parallel", 250),
     ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 500\n', "parallel", 500),
     ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 1000000\n', "parallel", 1000000),
+    ("vcpu_quantum_ns = 100000\n", "shared", 100000),
 ])
 def test_vcpu_clocks(tmp_path, written, clocks, quantum):
     s = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL))
@@ -91,6 +92,8 @@ def test_vcpu_clocks_on_qemus_command_line(tmp_path):
     shared = cmd()
     assert "-cpu qemu64 " in shared and "tsc=reliable" in shared
     assert "-icount rate=2.5,sleep=off " in shared
+    # Shared clocks with a quantum: round-robin turns bounded (0034).
+    assert "-icount rate=2.5,sleep=off,quantum=100000 " in cmd(vcpu_quantum_ns=100000)
     parallel = cmd(vcpu_clocks="parallel", vcpu_quantum_ns=250)
     assert "-cpu qemu64,+invtsc " in parallel and "tsc=reliable" not in parallel
     assert 'dyndbg="file arch/x86/kernel/tsc_sync.c +p"' in parallel
@@ -282,8 +285,8 @@ BAD = [
      "'own' is not one of: shared, parallel"),
     ("[guest]\nvcpu_clocks = \"parallel\"\nvcpu_quantum_ns = 1000001\n" + MINIMAL,
      "guest.vcpu_quantum_ns", "must be between 1 and 1000000, got 1000001"),
-    ("[guest]\nvcpu_quantum_ns = 100\n" + MINIMAL, "guest.vcpu_quantum_ns",
-     "needs vcpu_clocks = \"parallel\""),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_quantum_ns = 100\n" + MINIMAL,
+     "guest.vcpu_quantum_ns", "bounds the vCPUs' turns in deterministic mode"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_clocks = \"shared\"\n" + MINIMAL,
      "guest.vcpu_clocks", "in realtime mode each vCPU is a host thread"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
