@@ -63,8 +63,8 @@ def run(kernel: str, out: Path) -> dict:
 
 
 def per_job(cell: dict) -> dict[str, dict[str, float]]:
-    """Per job: IOPS and guest instructions per I/O (at rate 1, ns of
-    runtime per I/O)."""
+    """Per job: guest instructions per I/O (at rate 1, ns of runtime per
+    I/O)."""
     rate = cell["request"]["cpu_rate"]
     out = {}
     for j in cell["workload"]["jobs"]:
@@ -72,8 +72,7 @@ def per_job(cell: dict) -> dict[str, dict[str, float]]:
         ios, runtime_ns = read["total_ios"], j["job_runtime"] * 1e6
         if not ios:
             sys.exit(f"cpu-rate: job {j['jobname']} did no I/O")
-        out[j["jobname"]] = {"iops": ios * 1e9 / runtime_ns,
-                             "instructions": runtime_ns * rate / ios}
+        out[j["jobname"]] = {"instructions": runtime_ns * rate / ios}
     return out
 
 
