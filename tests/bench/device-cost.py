@@ -5,8 +5,9 @@
    four steps that each change one thing (STEPS):
      a. stock QEMU: the QEMU blklab builds on (Debian's source package)
         with only the patches its build needs (STOCK_PATCHES and the device
-        set's virtio-blk line: none of them runs in a guest's QEMU), built by qemu-patches/build-qemu.sh and
-        cached like blklab's own; no icount, stock device timing;
+        set's virtio-blk line: none of them runs in a guest's QEMU), built
+        by qemu-patches/build-qemu.sh and cached like blklab's own; no
+        icount, stock device timing;
      b. blklab's patched QEMU, still without icount and without a model
         (realtime mode, no profile): what the patches cost by themselves;
      c. the same with the zero-latency model driving the device: what the

@@ -11,8 +11,9 @@ on a 2-core machine.
 
 With --resume, a scenario whose run is already in OUT, complete (its wall
 time recorded) and made by the same QEMU build and guest image as now, is
-evaluated again rather than run again: a run cut short goes on where it
-stopped, and the table still comes from one build.
+evaluated again rather than run again (a scenario whose run did not finish
+is run again, replacing it): a run cut short goes on where it stopped, and
+the table still comes from one build.
 
 Usage: tests/full/run-full.py [--out DIR] [--jobs N] [--resume] [NAME ...]
        (default: every scenario; OUT default results/test-full/<UTC date>)
