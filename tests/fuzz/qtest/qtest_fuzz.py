@@ -15,6 +15,7 @@ report, exits on its own, or does not answer a qtest command in --timeout s.
   qtest_fuzz.py run FAMILY FILE...     run inputs (--trace prints operations)
   qtest_fuzz.py minimize FAMILY FILE OUT
   qtest_fuzz.py distill FAMILY OUT FILE...   a small corpus from many inputs
+  qtest_fuzz.py unpack LOG OUT         the failing input a check printed
   qtest_fuzz.py selftest               the harness sees a crash, an abort,
                                        a hang, a busy process, and runs are
                                        reproducible
@@ -28,12 +29,17 @@ sanitizer build is fuzzed.
 """
 
 import argparse
+import base64
+import contextlib
+import io
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
 import time
+import zlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
@@ -48,6 +54,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
+INPUT_BEGIN = "----- failing input (zlib, base64) -----"
+INPUT_END = "----- end of failing input -----"
 
 
 def qemu_binary(arg):
@@ -78,6 +86,37 @@ def print_failure(path, result):
     print(f"     at record {result.failed_at}, last qtest command: {v.command[:120]}")
     for line in v.stderr_tail.splitlines()[-15:]:
         print(f"     | {line}")
+
+
+def print_found(path):
+    """Prints a fuzzed failure's note and the input itself, so that a run
+    whose build directory is gone (a CI run) still gives both: the
+    input comes back with `qtest_fuzz.py unpack LOG OUT`."""
+    for line in path.with_suffix(".txt").read_text().splitlines()[:30]:
+        print(f"     | {line}")
+    print(INPUT_BEGIN)
+    text = base64.b64encode(zlib.compress(path.read_bytes(), 9)).decode()
+    for i in range(0, len(text), 76):
+        print(text[i:i + 76])
+    print(INPUT_END)
+
+
+def cmd_unpack(args):
+    """Writes the input that print_found() printed into `args.log` to
+    `args.out`."""
+    text = pathlib.Path(args.log).read_text(errors="replace")
+    start, end = text.find(INPUT_BEGIN), text.find(INPUT_END)
+    if start < 0 or end < start:
+        print(f"qtest_fuzz: {args.log} holds no input between "
+              f"'{INPUT_BEGIN}' and '{INPUT_END}'", file=sys.stderr)
+        return 2
+    body = "".join(re.sub(r"^>\s?", "", ln).strip() for ln in
+                   text[start + len(INPUT_BEGIN):end].splitlines())
+    data = zlib.decompress(base64.b64decode(body))
+    fuzzinput.Input.from_bytes(data)          # refuses what is not an input
+    pathlib.Path(args.out).write_bytes(data)
+    print(f"{args.out}: {len(data)} bytes")
+    return 0
 
 
 def cmd_run(args):
@@ -138,6 +177,7 @@ def cmd_check(args):
         print(f"qtest-fuzz {args.family}: FAILED after {fz.runs} runs; input "
               f"{path} ({path.with_suffix('.txt')}); minimise with "
               f"tests/fuzz/qtest/qtest_fuzz.py minimize {args.family} {path} OUT")
+        print_found(path)
         return 1
     print(f"qtest-fuzz {args.family}: ok, {n} checked-in inputs in "
           f"{replay_s:.0f} s, then {fz.runs} fuzzed runs, {total:.0f} s")
@@ -211,8 +251,9 @@ def cmd_distill(args):
 def cmd_selftest(args):
     """Shows that the harness detects what it must: an abort from a bad
     qtest command, QEMU killed mid-run, QEMU that stops answering, a process
-    spinning on the CPU, and that the same input gives the same operations
-    and verdict twice."""
+    spinning on the CPU, a QEMU kept busy by a timer, that the same input
+    gives the same operations and verdict twice, and that a failing input
+    printed in a log comes back whole."""
     work = out_dir("selftest")
     work.mkdir(parents=True, exist_ok=True)
     base = ["-machine", "pc,accel=qtest", "-m", "16M"]
@@ -280,7 +321,21 @@ def cmd_selftest(args):
     print(f"{'ok  ' if good else 'FAIL'} CPU share of a spinning process {busy:.0%}, "
           f"of a sleeping one {idle:.0%} (busy from {BUSY_SHARE:.0%})")
 
-    # 5. A healthy QEMU is "ok", and the same input runs the same way twice.
+    # 5. A timer that re-arms itself forever is "busy" however long QEMU
+    # gets to settle: the PIT as a rate generator with a count of 2, due
+    # every 1.7 us of a virtual clock that qtest holds still.
+    with QTestVM(str(args.qemu), base, work / "stderr-5", timeout=10) as vm:
+        gone = None
+        try:
+            for command in ("outb 0x43 0x34", "outb 0x40 0x02", "outb 0x40 0x00"):
+                vm.cmd(command)
+            vm.check_idle()
+        except QemuGone as e:
+            gone = e
+        expect("a timer due every 1.7 us, forever", vm.verdict(gone, backtrace=False),
+               {"busy"})
+
+    # 6. A healthy QEMU is "ok", and the same input runs the same way twice.
     for family, cls in FAMILIES.items():
         inp = fuzzinput.seeded(SELFTEST_SEED, 80)
         a = runner.run_input(cls, inp, args.qemu, work, args.timeout, trace=True)
@@ -290,6 +345,25 @@ def cmd_selftest(args):
         print(f"{'ok  ' if same and a.verdict.ok else 'FAIL'} {family}: "
               f"seed {SELFTEST_SEED} twice: {a.verdict.kind}, {len(a.trace) - 1} "
               f"operations, {'identical' if same else 'DIFFERENT'} traces")
+
+    # 7. A failing check's log gives its input back, as a CI log quotes it.
+    inp = fuzzinput.seeded(SELFTEST_SEED, 600)
+    found = work / "crash-selftest.bin"
+    found.write_bytes(inp.to_bytes())
+    found.with_suffix(".txt").write_text("verdict: selftest\n")
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        print_found(found)
+    quoted = work / "quoted.log"
+    quoted.write_text("".join(f"> {ln}\n" for ln in log.getvalue().splitlines()))
+    back = work / "unpacked.bin"
+    with contextlib.redirect_stdout(io.StringIO()):
+        cmd_unpack(argparse.Namespace(log=quoted, out=back))
+    same = back.is_file() and back.read_bytes() == found.read_bytes()
+    ok &= same
+    print(f"{'ok  ' if same else 'FAIL'} a failing input printed in a log "
+          f"({len(log.getvalue().splitlines())} lines) unpacks to "
+          f"{'the same' if same else 'OTHER'} {len(inp.to_bytes())} bytes")
     return 0 if ok else 1
 
 
@@ -342,7 +416,12 @@ def main():
     p.add_argument("--max", type=int, default=8)
     p.add_argument("--max-seconds", type=float, default=4)
     sub.add_parser("selftest")
+    p = sub.add_parser("unpack")
+    p.add_argument("log", help="output of a failed check (a CI log)")
+    p.add_argument("out")
     args = ap.parse_args()
+    if args.cmd == "unpack":
+        return cmd_unpack(args)
     args.qemu = qemu_binary(args.qemu)
     if not args.qemu.is_file():
         print(f"qtest_fuzz: no QEMU at {args.qemu}; run 'make qemu'",
