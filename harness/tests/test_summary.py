@@ -123,17 +123,23 @@ def test_check_exit_status_follows_the_verdicts(tmp_path, capsys):
     assert "UNEXPECTED-PASS" in out and "remove its known_failure mark" in out
 
 
-def test_test_full_names_the_default_kernels_image(tmp_path, monkeypatch):
-    """run-full.py's header: the QEMU build and the image of the default
-    kernel, as build/images/<series>-amd64 holds it."""
+def load_run_full():
+    """tests/full/run-full.py, a script rather than a module, loaded as one."""
     import importlib.util
-
-    from blklab import kernels
 
     spec = importlib.util.spec_from_file_location(
         "run_full", Path(__file__).resolve().parents[2] / "tests" / "full" / "run-full.py")
-    run_full = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_full)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_test_full_names_the_default_kernels_image(tmp_path, monkeypatch):
+    """run-full.py's header: the QEMU build and the image of the default
+    kernel, as build/images/<series>-amd64 holds it."""
+    from blklab import kernels
+
+    run_full = load_run_full()
     build = tmp_path / "build"
     (build / "qemu").mkdir(parents=True)
     (build / "qemu" / "manifest.json").write_text(json.dumps({"cache_key": "feedfacefeedface"}))
@@ -151,14 +157,9 @@ def test_test_full_resumes_only_a_finished_run_of_this_build(tmp_path, monkeypat
     """run-full.py --resume: a run without its wall time did not finish and
     is run again; one with it is taken up if its manifest names this
     build's QEMU and image, and refused, naming both builds, if not."""
-    import importlib.util
-
     import pytest
 
-    spec = importlib.util.spec_from_file_location(
-        "run_full", Path(__file__).resolve().parents[2] / "tests" / "full" / "run-full.py")
-    run_full = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_full)
+    run_full = load_run_full()
     build = tmp_path / "build"
     (build / "qemu").mkdir(parents=True)
     (build / "qemu" / "manifest.json").write_text(json.dumps({"cache_key": "feedfacefeedface"}))
