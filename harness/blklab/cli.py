@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--context", type=int, default=5,
                     help="common events shown before the first difference (default 5)")
 
+    iw = sub.add_parser("irq-waits", help="how long interrupts waited for their vCPU in a "
+                        "determinism trace (blklab diverge writes one): per kind, and the "
+                        "longest")
+    iw.add_argument("trace", type=Path, help="a det_* trace log, e.g. "
+                    "results/<scenario>/diverge/<cell>/a/trace.log")
+    iw.add_argument("--top", type=int, default=5, help="longest waits listed (default 5)")
+
     cf = sub.add_parser("compare-fio", help="a customer's fio JSON beside RUN's cells: IOPS and "
                         "clat mean, p50, p99, p99.9, p99.99 per direction, with ratios")
     cf.add_argument("run", type=Path)
@@ -249,6 +256,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "image":
             return _image(args)
+        if args.command == "irq-waits":
+            from blklab import diverge, paths
+
+            if not args.trace.is_file():
+                raise BlklabError(f"irq-waits: {args.trace}: no such trace file")
+            qemu = paths.qemu_binary()
+            symbols = diverge.Symbols(qemu) if qemu.is_file() else None
+            print(diverge.render_waits(diverge.interrupt_waits(diverge.read_trace(args.trace)),
+                                       symbols, args.top))
+            return 0
         if args.command == "diverge":
             from blklab import diverge
 

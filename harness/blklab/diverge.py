@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import re
 import shutil
 import subprocess
@@ -230,6 +231,109 @@ class Symbols:
         return self._OFFSET.sub(one, text)
 
 
+# --- how long interrupts wait ---------------------------------------------
+
+# x86's interrupt_request bits (include/exec/cpu-interrupt.h,
+# target/i386/cpu.h), in the order x86_cpu_pending_interrupt() takes them:
+# the one a det_intr took is the first of these its request holds that was
+# raised and not yet taken.
+X86_INTERRUPTS = (("poll", 0x10), ("sipi", 0x800), ("smi", 0x40), ("nmi", 0x200),
+                  ("mce", 0x1000), ("hard", 0x2), ("virq", 0x100))
+_CPU_MASK = re.compile(r"\bcpu=(\d+) (?:mask|request)=0x([0-9a-f]+)")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """An interrupt from the moment it was raised for a vCPU
+    (det_cpu_interrupt) to the moment that vCPU took it (det_intr)."""
+
+    kind: str  # "hard", "poll", "nmi", ...
+    cpu: int
+    raised: Event
+    taken: Event
+
+    @property
+    def ns(self) -> int:
+        return self.taken.vtime - self.raised.vtime
+
+
+@dataclass
+class Waits:
+    waits: list[Wait]
+    withdrawn: Counter  # kind -> raised, then cleared without being taken
+    pending: list[tuple[str, int, Event]]  # raised and still untaken when the trace ends
+
+
+def interrupt_waits(events: Iterable[Event]) -> Waits:
+    """Pairs each interrupt raised for a vCPU with the det_intr that took
+    it. A kind raised again while pending keeps its first raise (the
+    guest waits from then); one cleared before it was taken
+    (det_cpu_reset_interrupt, as the APIC does when nothing is pending any
+    more) counts as withdrawn."""
+    pending: dict[tuple[int, str], Event] = {}
+    waits: list[Wait] = []
+    withdrawn: Counter = Counter()
+    for e in events:
+        if e.name not in ("det_cpu_interrupt", "det_cpu_reset_interrupt", "det_intr"):
+            continue
+        m = _CPU_MASK.search(e.detail)
+        if not m:
+            continue
+        cpu, bits = int(m.group(1)), int(m.group(2), 16)
+        if e.name == "det_cpu_interrupt":
+            for kind, bit in X86_INTERRUPTS:
+                if bits & bit:
+                    pending.setdefault((cpu, kind), e)
+        elif e.name == "det_cpu_reset_interrupt":
+            for kind, bit in X86_INTERRUPTS:
+                if bits & bit and pending.pop((cpu, kind), None) is not None:
+                    withdrawn[kind] += 1
+        else:
+            kind = next((k for k, bit in X86_INTERRUPTS
+                         if bits & bit and (cpu, k) in pending), None)
+            if kind is not None:
+                waits.append(Wait(kind, cpu, pending.pop((cpu, kind)), e))
+    return Waits(waits, withdrawn,
+                 [(kind, cpu, e) for (cpu, kind), e in sorted(pending.items())])
+
+
+def _rank(ordered: list[int], q: float) -> int:
+    """The nearest-rank q-th percentile of an ascending list."""
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def render_waits(w: Waits, symbols: Symbols | None = None, top: int = 5) -> str:
+    """Per kind of interrupt: how many were taken and how long they waited
+    (virtual ns: p50, p99, max), then the longest waits with where each
+    was raised."""
+    if not w.waits and not w.pending:
+        return "no interrupt was raised for a vCPU in this trace"
+    lines = ["interrupts raised for a vCPU until it took them (virtual ns; 'hard' "
+             "includes any time the guest kept interrupts masked, 'poll' does not):"]
+    for kind, _ in X86_INTERRUPTS:
+        ns = sorted(x.ns for x in w.waits if x.kind == kind)
+        untaken = sum(1 for k, _, _ in w.pending if k == kind)
+        if not ns and not untaken and not w.withdrawn[kind]:
+            continue
+        text = f"  {kind}: {len(ns)} taken"
+        if ns:
+            text += f", p50 {_rank(ns, 50)}, p99 {_rank(ns, 99)}, max {ns[-1]}"
+        if w.withdrawn[kind]:
+            text += f"; {w.withdrawn[kind]} withdrawn untaken"
+        if untaken:
+            text += f"; {untaken} still pending at the end"
+        lines.append(text)
+    longest = sorted(w.waits, key=lambda x: (-x.ns, x.raised.line))[:top]
+    if longest:
+        lines.append(f"the {len(longest)} longest:")
+        for x in longest:
+            lines.append(f"  {x.ns} ns: {x.kind} for cpu{x.cpu}, raised at vt={x.raised.vtime} "
+                         f"by {x.raised.thread} (src={_source(x.raised.source, symbols)}, "
+                         f"line {x.raised.line}), taken at vt={x.taken.vtime} "
+                         f"(line {x.taken.line})")
+    return "\n".join(lines)
+
+
 def result_differences(a: Any, b: Any, path: str = "", skip: tuple[str, ...] = HOST_KEYS
                        ) -> list[str]:
     """JSON paths where two cell results differ, leaving out the keys that
@@ -348,12 +452,14 @@ def run(scenario_path: Path, cell_id: str | None, out: Path | None, mode: str | 
         if not t.exists():
             raise BlklabError(f"QEMU wrote no trace at {t}: is it built with blklab's "
                               "determinism trace patch?")
-    cmp = compare(read_trace(ta), read_trace(tb), context)
+    events_a = read_trace(ta)
+    cmp = compare(events_a, read_trace(tb), context)
     result = DivergeResult(cmp, result_differences(ra, rb), dirs,
                            (ra.get("status", "?"), rb.get("status", "?")))
     errors = (ra.get("error"), rb.get("error"))
+    symbols = Symbols(qemu)
     text = [f"cell {cell.id} ({mode}), run twice: {dirs[0]} and {dirs[1]}",
-            render(cmp, Symbols(qemu))]
+            render(cmp, symbols)]
     if result.result_diffs:
         text.append("cell results differ in: " + ", ".join(result.result_diffs[:20])
                     + (" ..." if len(result.result_diffs) > 20 else ""))
@@ -362,6 +468,7 @@ def run(scenario_path: Path, cell_id: str | None, out: Path | None, mode: str | 
     for name, status, error, d in zip("AB", result.statuses, errors, dirs):
         if status != "ok":
             text.append(f"note: run {name} failed: {error}; see {d}")
+    text.append(f"in run A, {render_waits(interrupt_waits(events_a), symbols, top=3)}")
     return result, "\n".join(text)
 
 
