@@ -267,12 +267,21 @@ class Waits:
 def interrupt_waits(events: Iterable[Event]) -> Waits:
     """Pairs each interrupt raised for a vCPU with the det_intr that took
     it. A kind raised again while pending keeps its first raise (the
-    guest waits from then); one cleared before it was taken
-    (det_cpu_reset_interrupt, as the APIC does when nothing is pending any
-    more) counts as withdrawn."""
+    guest waits from then). Taking an interrupt clears its bit first
+    (x86_cpu_exec_interrupt() calls cpu_reset_interrupt() before it
+    delivers), so a det_cpu_reset_interrupt is a take when a det_intr of
+    that kind follows at the same instruction count on that vCPU, and a
+    withdrawal otherwise (as the APIC clears one when nothing is pending
+    any more)."""
     pending: dict[tuple[int, str], Event] = {}
+    cleared: dict[tuple[int, str], tuple[Event, Event]] = {}  # (raise, reset)
     waits: list[Wait] = []
     withdrawn: Counter = Counter()
+
+    def withdraw(key: tuple[int, str]) -> None:
+        if cleared.pop(key, None) is not None:
+            withdrawn[key[1]] += 1
+
     for e in events:
         if e.name not in ("det_cpu_interrupt", "det_cpu_reset_interrupt", "det_intr"):
             continue
@@ -280,19 +289,32 @@ def interrupt_waits(events: Iterable[Event]) -> Waits:
         if not m:
             continue
         cpu, bits = int(m.group(1)), int(m.group(2), 16)
+        kinds = [kind for kind, bit in X86_INTERRUPTS if bits & bit]
         if e.name == "det_cpu_interrupt":
-            for kind, bit in X86_INTERRUPTS:
-                if bits & bit:
-                    pending.setdefault((cpu, kind), e)
+            for kind in kinds:
+                withdraw((cpu, kind))
+                pending.setdefault((cpu, kind), e)
         elif e.name == "det_cpu_reset_interrupt":
-            for kind, bit in X86_INTERRUPTS:
-                if bits & bit and pending.pop((cpu, kind), None) is not None:
-                    withdrawn[kind] += 1
+            for kind in kinds:
+                raised = pending.pop((cpu, kind), None)
+                if raised is not None:
+                    withdraw((cpu, kind))
+                    cleared[(cpu, kind)] = (raised, e)
         else:
-            kind = next((k for k, bit in X86_INTERRUPTS
-                         if bits & bit and (cpu, k) in pending), None)
+            def just_cleared(kind: str) -> bool:
+                c = cleared.get((cpu, kind))
+                return c is not None and c[1].thread == e.thread and c[1].icount == e.icount
+
+            kind = next((k for k in kinds if (cpu, k) in pending or just_cleared(k)), None)
             if kind is not None:
-                waits.append(Wait(kind, cpu, pending.pop((cpu, kind)), e))
+                raised = (pending.pop((cpu, kind), None)
+                          or cleared.pop((cpu, kind))[0])
+                cleared.pop((cpu, kind), None)
+                waits.append(Wait(kind, cpu, raised, e))
+            for key in [k for k in cleared if k[0] == cpu]:
+                withdraw(key)
+    for key in list(cleared):
+        withdraw(key)
     return Waits(waits, withdrawn,
                  [(kind, cpu, e) for (cpu, kind), e in sorted(pending.items())])
 

@@ -100,13 +100,16 @@ def test_trace_option_only_when_asked(tmp_path):
 WAITS = """\
 det_cpu_interrupt cpu1 ic=1000 vt=1000 src=mmio:apic-msi cpu=0 mask=0x2
 det_cpu_interrupt cpu1 ic=1500 vt=1500 src=mmio:apic-msi cpu=0 mask=0x2
+det_cpu_reset_interrupt cpu0 ic=51000 vt=51000 src=- cpu=0 mask=0x2
 det_intr cpu0 ic=51000 vt=51000 src=- cpu=0 request=0x2 pc=0xffffffff81000000
 det_cpu_interrupt bql ic=52000 vt=52000 src=bh:nvme_post_cqes cpu=1 mask=0x10
 det_cpu_interrupt bql ic=52000 vt=52000 src=bh:nvme_post_cqes cpu=1 mask=0x2
 det_intr cpu1 ic=52300 vt=52300 src=- cpu=1 request=0x12 pc=0xffffffff81000010
+det_cpu_reset_interrupt cpu1 ic=52900 vt=52900 src=- cpu=1 mask=0x102
 det_intr cpu1 ic=52900 vt=52900 src=- cpu=1 request=0x2 pc=0xffffffff81000020
 det_cpu_interrupt cpu0 ic=60000 vt=60000 src=- cpu=0 mask=0x2
-det_cpu_reset_interrupt cpu0 ic=60100 vt=60100 src=- cpu=0 mask=0x2
+det_cpu_reset_interrupt cpu0 ic=60100 vt=60100 src=mmio:pit cpu=0 mask=0x2
+det_mmio_read cpu0 ic=60200 vt=60200 src=- region=serial addr=0x5 size=1 value=0x60
 det_cpu_interrupt cpu0 ic=70000 vt=70000 src=- cpu=1 mask=0x4
 det_cpu_interrupt cpu0 ic=80000 vt=80000 src=- cpu=1 mask=0x200
 det_intr cpu0 ic=80050 vt=80050 src=- cpu=0 request=0x2 pc=0xffffffff81000030
@@ -115,10 +118,11 @@ det_intr cpu0 ic=80050 vt=80050 src=- cpu=0 request=0x2 pc=0xffffffff81000030
 
 def test_interrupt_waits_pair_each_raise_with_the_take_that_served_it():
     """A kind raised twice before it is taken waits from its first raise;
-    of several pending, the one x86 takes first (poll before hard) is the
-    one a det_intr took; a cleared one is withdrawn; EXITTB is no
-    interrupt; a take with nothing raised is no wait; an NMI never taken
-    is still pending."""
+    a take clears its bit just before det_intr, at the same instruction
+    count; of several pending, the one x86 takes first (poll before hard)
+    is the one a det_intr took; one cleared with no det_intr after it is
+    withdrawn; EXITTB is no interrupt; a take with nothing raised is no
+    wait; an NMI never taken is still pending."""
     w = diverge.interrupt_waits(trace(WAITS))
     assert [(x.kind, x.cpu, x.ns) for x in w.waits] == [
         ("hard", 0, 50000), ("poll", 1, 300), ("hard", 1, 900)]
@@ -130,7 +134,7 @@ def test_interrupt_waits_pair_each_raise_with_the_take_that_served_it():
     assert "  hard: 2 taken, p50 900, p99 50000, max 50000; 1 withdrawn untaken" in text
     assert "  nmi: 0 taken; 1 still pending at the end" in text
     assert "the 2 longest:\n  50000 ns: hard for cpu0, raised at vt=1000 by cpu1 " \
-           "(src=mmio:apic-msi, line 1), taken at vt=51000 (line 3)" in text
+           "(src=mmio:apic-msi, line 1), taken at vt=51000 (line 4)" in text
 
 
 def test_interrupt_waits_of_a_trace_without_any():
