@@ -16,6 +16,7 @@ cell; see docs/determinism.md for the time it takes."""
 
 import json
 import os
+import re
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -123,7 +124,7 @@ def test_console_includes_printk_timestamps(twice):
 def test_four_vcpus_and_the_finder(built, tmp_path):
     """4 vCPUs, run twice side by side by `blklab diverge`: the guest sees
     the same events (none from outside the vCPU thread), the consoles and
-    the results are identical."""
+    the results are identical, and it says how long interrupts waited."""
     s = scenario(tmp_path / "smp.toml", nvme(), vcpus=4, schedulers=("mq-deadline",))
     out = tmp_path / "dv"
     proc = run_blklab("diverge", str(s), "--out", str(out))
@@ -131,6 +132,9 @@ def test_four_vcpus_and_the_finder(built, tmp_path):
     assert "the guest saw the same" in proc.stdout
     assert "events from outside the vCPU thread: A 0, B 0" in proc.stdout
     assert "cell results are identical" in proc.stdout
+    # and how long interrupts waited for their vCPU in the first run
+    taken = re.search(r"^  hard: (\d+) taken, p50 \d+, p99 \d+, max (\d+)", proc.stdout, re.M)
+    assert taken and int(taken.group(1)) > 100, proc.stdout
     a, b = (json.loads((out / r / "cell.json").read_text()) for r in "ab")
     assert a["status"] == "ok" and a["guest"]["cpus"] == "4"
     consoles = [(out / r / "console.log").read_text(errors="replace") for r in "ab"]
