@@ -45,9 +45,11 @@ FUZZ_TEST_SECONDS ?= 40
 QTEST_FUZZ := $(PYTHON) tests/fuzz/qtest/qtest_fuzz.py
 QTEST_FUZZ_FAMILIES := nvme ahci ide virtio-blk
 QTEST_FUZZ_TEST_RUNS ?= nvme:150 ahci:40 ide:55 virtio-blk:60
-# make test fuzzes from a fixed seed, a fixed number of runs and without a
-# slow host (null-co latency-ns is host time), so that every run of it tries
-# the same inputs with the same outcome on any machine, loaded or not; a new
+# make test fuzzes from a fixed seed, a fixed number of runs, without
+# coverage feedback (which events a run logs depends a little on the host)
+# and without a slow host (null-co latency-ns is host time), so that every
+# run of it tries the same inputs (it prints their sha1) with the same
+# outcome on any machine, loaded or not; a new
 # crash shows up in `make fuzz`, which draws a new seed each time and keeps
 # slow hosts, rather than at random in someone's test run. Checked-in inputs
 # (regressions, corpus) keep their slow hosts.

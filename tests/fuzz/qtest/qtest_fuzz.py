@@ -169,18 +169,20 @@ def cmd_check(args):
     fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds,
                        args.seed if args.seed is not None else time.time_ns(),
                        args.timeout, log=lambda s: None,
-                       slow_host=not args.no_slow_host)
+                       slow_host=not args.no_slow_host,
+                       feedback=args.runs is None)
     fz.run(left, stop_on_failure=True, minimize_s=0, runs=args.runs)
     total = time.monotonic() - start
+    tried = f"inputs sha1 {fz.inputs_sha1.hexdigest()[:12]}"
     if fz.failures:
         path = next(iter(fz.failures.values()))
-        print(f"qtest-fuzz {args.family}: FAILED after {fz.runs} runs; input "
+        print(f"qtest-fuzz {args.family}: FAILED after {fz.runs} runs ({tried}); input "
               f"{path} ({path.with_suffix('.txt')}); minimise with "
               f"tests/fuzz/qtest/qtest_fuzz.py minimize {args.family} {path} OUT")
         print_found(path)
         return 1
     print(f"qtest-fuzz {args.family}: ok, {n} checked-in inputs in "
-          f"{replay_s:.0f} s, then {fz.runs} fuzzed runs, {total:.0f} s")
+          f"{replay_s:.0f} s, then {fz.runs} fuzzed runs ({tried}), {total:.0f} s")
     return 0
 
 
@@ -252,8 +254,9 @@ def cmd_selftest(args):
     """Shows that the harness detects what it must: an abort from a bad
     qtest command, QEMU killed mid-run, QEMU that stops answering, a process
     spinning on the CPU, a QEMU kept busy by a timer, that the same input
-    gives the same operations and verdict twice, and that a failing input
-    printed in a log comes back whole."""
+    gives the same operations and verdict twice, that a seed without
+    feedback gives the same inputs, and that a failing input printed in a
+    log comes back whole."""
     work = out_dir("selftest")
     work.mkdir(parents=True, exist_ok=True)
     base = ["-machine", "pc,accel=qtest", "-m", "16M"]
@@ -346,7 +349,24 @@ def cmd_selftest(args):
               f"seed {SELFTEST_SEED} twice: {a.verdict.kind}, {len(a.trace) - 1} "
               f"operations, {'identical' if same else 'DIFFERENT'} traces")
 
-    # 7. A failing check's log gives its input back, as a CI log quotes it.
+    # 7. Without feedback a seed gives the same inputs: those of a check
+    # with --runs depend on the seed and the checked-in inputs alone.
+    def inputs(family, seed, n):
+        corpus = [inp for _, inp in checked_in(family)]
+        fz = runner.Fuzzer(FAMILIES[family], args.qemu, work, corpus, seed,
+                           args.timeout, log=lambda s: None, slow_host=False,
+                           feedback=False)
+        return [fz.next_input().to_bytes() for _ in range(n)]
+
+    for family in FAMILIES:
+        once, again, other = inputs(family, 1, 40), inputs(family, 1, 40), inputs(family, 2, 40)
+        good = once == again and once != other
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} {family}: seed 1 gives the same 40 inputs "
+              f"twice{'' if once == again else ' (it did NOT)'}, seed 2 "
+              f"{'others' if once != other else 'THE SAME'}")
+
+    # 8. A failing check's log gives its input back, as a CI log quotes it.
     inp = fuzzinput.seeded(SELFTEST_SEED, 600)
     found = work / "crash-selftest.bin"
     found.write_bytes(inp.to_bytes())
@@ -381,7 +401,10 @@ def main():
     p.add_argument("seconds", type=float)
     p.add_argument("--seed", type=int)
     p.add_argument("--runs", type=int,
-                   help="fuzz exactly this many runs instead of for SECONDS")
+                   help="fuzz exactly this many runs instead of for SECONDS, "
+                   "mutating only the checked-in inputs (no coverage "
+                   "feedback), so that a --seed gives the same inputs on "
+                   "any host; the output names their sha1")
     p.add_argument("--no-slow-host", action="store_true",
                    help="fuzzed inputs get no host latency (checked-in "
                    "inputs keep theirs): with --seed and --runs, the same "

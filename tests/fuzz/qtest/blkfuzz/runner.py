@@ -190,7 +190,7 @@ class Fuzzer:
     crash-<sha1>.bin with a .txt note; new-coverage inputs to out/corpus."""
 
     def __init__(self, family_cls, qemu, out, seeds, rng_seed, timeout,
-                 max_records=600, log=print, slow_host=True):
+                 max_records=600, log=print, slow_host=True, feedback=True):
         self.family_cls = family_cls
         self.qemu = qemu
         self.out = pathlib.Path(out)
@@ -203,8 +203,15 @@ class Fuzzer:
         self.failures = {}          # signature -> path
         self.runs = 0
         # Without a slow host (null-co latency-ns, which is host time) a run
-        # depends on its input only, so a seeded session repeats itself.
+        # depends on its input only.
         self.slow_host = slow_host
+        # With feedback, an input that reaches new trace-event pairs joins
+        # the corpus that mutation draws from. Which pairs a run logs
+        # depends a little on the host (a bottom half runs before or after
+        # the next qtest command arrives), so only without feedback does a
+        # seed give the same inputs every time.
+        self.feedback = feedback
+        self.inputs_sha1 = hashlib.sha1()   # of every input tried, in order
 
     def next_input(self):
         r = self.rng
@@ -263,11 +270,12 @@ class Fuzzer:
         self.out.mkdir(parents=True, exist_ok=True)
         while (self.runs < runs) if runs is not None else (time.monotonic() < end):
             inp = self.next_input()
+            self.inputs_sha1.update(inp.to_bytes())
             result = run_confirmed(self.family_cls, inp, self.qemu,
                                    self.out / "work", self.timeout,
-                                   coverage=True)
+                                   coverage=self.feedback)
             self.runs += 1
-            new = self.note_coverage(inp, result)
+            new = self.note_coverage(inp, result) if self.feedback else 0
             if not result.verdict.ok:
                 path = self.record_failure(inp, result, minimize_s)
                 self.log(f"FAILURE {result.verdict.kind}: {result.verdict.detail}"
