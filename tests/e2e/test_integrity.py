@@ -10,7 +10,8 @@ write (null backing) must fail its cell with mismatches, and `blklab check`
 must then fail. workload/e2e_features_test.cc injects corruption on the
 host, trimmed blocks included.
 
-The short form is run here, not in test_scenarios.py (3 cells, --jobs 2);
+The short form is run here, not in test_scenarios.py (3 devices on three
+seeds, 9 cells, --jobs 2);
 the wall time is printed."""
 
 import time
@@ -22,6 +23,7 @@ from conftest import cells_of, run_blklab
 
 SCENARIO = "scenarios/data-integrity.toml"
 DEVICES = {"tlc", "hdd", "gp3"}
+SEEDS = {1, 2, 3}  # its [short] seeds
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +39,11 @@ def run_dir(built, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def cells(run_dir) -> dict[str, dict]:
-    by_device = {c["request"]["device"]["name"]: c for c in cells_of(run_dir).values()}
-    assert set(by_device) == DEVICES
-    return by_device
+    """Every cell by id: each device on each of the short form's seeds."""
+    by_id = cells_of(run_dir)
+    assert {(c["request"]["device"]["name"], c["request"]["seed"]) for c in by_id.values()} == \
+        {(d, s) for d in DEVICES for s in SEEDS}
+    return by_id
 
 
 def jobs_of(cell: dict) -> dict[str, dict]:
@@ -72,11 +76,18 @@ def test_read_back_covers_every_block_written(cells):
               f"({bulk['write']['io_bytes'] >> 20} MiB written, "
               f"{bulk['trim']['io_bytes'] >> 20} MiB trimmed)")
         # hot: 1 MiB written thousands of times at random; reads in between
-        # are checked against the last write or trim of their block.
+        # are checked against the last write or trim of their block. The
+        # verify phase reads back every block holding a write (a trim keeps
+        # it). norandommap draws each offset afresh, so a block misses all W
+        # writes with probability (1 - 1/blocks)^W: about 0.2 blocks of 256
+        # a cell for W = 1800, and more than 4 with probability under 1e-5
+        # (Poisson). Seed 2 leaves one block unwritten.
         hot = jobs["hot"]
         settings, v = hot["blkgen"]["settings"], hot["blkgen"]["verify"]
         blocks = settings["region_bytes"] // settings["bs"][1]
-        assert v["verify_phase_reads"] == blocks, name
+        expected_missed = blocks * (1 - 1 / blocks) ** hot["write"]["total_ios"]
+        assert expected_missed < 0.5, (name, expected_missed)
+        assert blocks - 4 <= v["verify_phase_reads"] <= blocks, name
         main_checked = v["checked"] - v["verify_phase_reads"]
         assert main_checked + v["unchecked"] == hot["read"]["total_ios"], name
         assert main_checked > hot["read"]["total_ios"] * 3 // 4, name
@@ -117,12 +128,15 @@ def test_trims_and_flushes_reached_the_device(cells):
 
 
 def test_gc_ran_on_the_tlc_drive(cells):
-    model = cells["tlc"]["devmodel"]
-    assert model["model"] == "ssd"
-    assert model["gc_runs"] > 0 and model["gc_units_moved"] > 0, model
-    assert model["trimmed_units"] > 0
-    print(f"tlc: {model['gc_runs']} GC runs moved {model['gc_units_moved']} units, "
-          f"WAF {model['waf']:.1f}")
+    tlc = {cid: c for cid, c in cells.items() if c["request"]["device"]["name"] == "tlc"}
+    assert len(tlc) == len(SEEDS)
+    for cid, cell in tlc.items():
+        model = cell["devmodel"]
+        assert model["model"] == "ssd"
+        assert model["gc_runs"] > 0 and model["gc_units_moved"] > 0, (cid, model)
+        assert model["trimmed_units"] > 0, cid
+        print(f"{cid}: {model['gc_runs']} GC runs moved {model['gc_units_moved']} units, "
+              f"WAF {model['waf']:.1f}")
 
 
 def test_expectations_hold(run_dir):
