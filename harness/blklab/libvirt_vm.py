@@ -30,7 +30,7 @@ from blklab.errors import VMError
 from blklab.vm import (DETERMINISTIC_RTC_BASE_EPOCH, DEVICE_COUNTERS, DISK_ID, HALT_GRACE_S,
                        PCI_SLOT_DISK, PCI_SLOT_RESULTS, POLL_S, RESULTS_PORT, VCPU_CLOCKS,
                        ConsoleWatch, ResultsWatch, VMConfig, _opt, parse_counters,
-                       wait_for_halt)
+                       settled_vcpu_clocks, wait_for_halt)
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +242,8 @@ class LibvirtVM:
         return self.qom_json(DEVICE_COUNTERS)
 
     def vcpu_clocks(self) -> dict | None:
-        """-icount parallel=on's figures (VCPU_CLOCKS); None if the domain is gone."""
-        return self.qom_json(VCPU_CLOCKS)
+        """As vm.VM.vcpu_clocks; None if the domain is gone."""
+        return settled_vcpu_clocks(lambda: self.qom_json(VCPU_CLOCKS), self.halt)
 
     def qom_json(self, prop: tuple[str, str, str]) -> dict | None:
         import libvirt

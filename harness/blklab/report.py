@@ -230,7 +230,7 @@ only knowing that.</p><ul>
 {% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}
 {% if d.vclocks %}<h3>vCPU clocks</h3>
-<p class="note">Each vCPU on its own clock (vcpu_clocks = "parallel"): the largest gap between two running vCPUs' clocks (drift_max_ns) and the most an interrupt found its vCPU past the time it was raised (irq_late_max_ns) are bounded by the quantum; unsynced_reads, clock reads off the global clock, must be 0 (docs/determinism.md).</p>
+<p class="note">Each vCPU on its own clock (vcpu_clocks = "parallel"): the largest gap between two running vCPUs' clocks (drift_max_ns) and the most an interrupt found its vCPU past the time it was raised (irq_late_max_ns) are bounded by the quantum; unsynced_reads, clock reads off the global clock, must be 0; vcpus_runnable, the vCPUs that could still run when they were read, is 0 once the guest has halted, and the figures are final only then (docs/determinism.md).</p>
 <table class="vclocks"><tr><th class="l">cell</th>{% for k in d.vclock_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 {% for cid, vals in d.vclocks %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}

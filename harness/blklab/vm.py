@@ -350,8 +350,9 @@ class VM:
         return self.qom_json(DEVICE_COUNTERS)
 
     def vcpu_clocks(self) -> dict | None:
-        """-icount parallel=on's figures (VCPU_CLOCKS); None if QEMU is gone."""
-        return self.qom_json(VCPU_CLOCKS)
+        """-icount parallel=on's figures (VCPU_CLOCKS), final if the guest
+        halted cleanly (settled_vcpu_clocks); None if QEMU is gone."""
+        return settled_vcpu_clocks(lambda: self.qom_json(VCPU_CLOCKS), self.halt)
 
     def qom_json(self, prop: tuple[str, str, str]) -> dict | None:
         path, name, what = prop
@@ -420,6 +421,27 @@ def wait_for_halt(console: "ConsoleWatch", running, until: float) -> str:
         time.sleep(POLL_S)
         console.poll()
     return "clean"
+
+
+def settled_vcpu_clocks(read, halt: str | None) -> dict | None:
+    """QEMU's vcpu-clocks figures once no vCPU can run (qemu-patches/0037):
+    they grow while any vCPU runs, and the guest goes on after its halt line
+    (Linux's machine_halt() stops the other CPUs, then its own), so a read
+    at that line would get as far as the host's speed let the guest. After
+    a clean halt `read()` is repeated until vcpus_runnable is 0, for up to
+    HALT_GRACE_S; otherwise (halt says why the guest did not halt) it is
+    read once. A figure read with vCPUs still runnable keeps its non-zero
+    vcpus_runnable, so the cell shows that it is not final."""
+    until = time.monotonic() + HALT_GRACE_S
+    while True:
+        clocks = read()
+        if clocks is None or clocks["vcpus_runnable"] == 0 or halt != "clean":
+            return clocks
+        if time.monotonic() >= until:
+            log.warning("%d vCPUs could still run %.0f s after the guest's halt: the vCPU "
+                        "clocks' figures are not final", clocks["vcpus_runnable"], HALT_GRACE_S)
+            return clocks
+        time.sleep(POLL_S)
 
 
 class ConsoleWatch:

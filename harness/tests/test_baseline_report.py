@@ -212,7 +212,7 @@ def test_report_shows_the_vcpu_clocks_of_parallel_cells():
     cells = run_cells([100], [10000])
     cells[0]["vcpu_clocks"] = {"parallel": True, "quantum_ns": 1000, "drift_max_ns": 998,
                                "irqs": 50, "irqs_late": 3, "irq_late_max_ns": 640,
-                               "sync_waits": 12, "unsynced_reads": 0}
+                               "sync_waits": 12, "unsynced_reads": 0, "vcpus_runnable": 0}
     shared = run_cells([100], [10000], "bfq")
     html = report.render(Path("run"), cells + shared, {"mode": "deterministic"}, [])
     assert "<h3>vCPU clocks</h3>" in html

@@ -12,7 +12,8 @@ import pytest
 
 from blklab import accel, channel, model_timing, notes, report, results, scenario, table
 from blklab.cell import _failure
-from blklab.vm import HALT_GRACE_S, wait_for_halt
+from blklab import vm
+from blklab.vm import HALT_GRACE_S, settled_vcpu_clocks, wait_for_halt
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cells"
 
@@ -162,6 +163,26 @@ def test_halt_is_recorded_clean_or_why_not():
     assert late.startswith(f"no halt within {HALT_GRACE_S:.0f} s") and "shutdown" in late
     gone = wait_for_halt(_Console(), lambda: False, time.monotonic() + 5)
     assert gone.startswith("QEMU ended before the guest's halt line")
+
+
+def clocks_read(runnable: list[int]):
+    """A reader of vcpu-clocks whose vCPUs stop one by one, as after a halt
+    line; the last reading repeats."""
+    readings = [{"irqs": 100 + i, "vcpus_runnable": r} for i, r in enumerate(runnable)]
+    return lambda: readings.pop(0) if len(readings) > 1 else readings[0]
+
+
+def test_vcpu_clocks_are_read_once_no_vcpu_can_run(monkeypatch):
+    monkeypatch.setattr(vm, "POLL_S", 0)
+    assert settled_vcpu_clocks(clocks_read([3, 1, 0]), "clean") == \
+        {"irqs": 102, "vcpus_runnable": 0}
+    # Without a clean halt one reading, which says it is not final.
+    assert settled_vcpu_clocks(clocks_read([3, 0]), "no halt within 60 s")["vcpus_runnable"] == 3
+    assert settled_vcpu_clocks(lambda: None, "clean") is None  # QEMU gone
+    # A guest whose vCPU never stops: the last reading once the grace is over.
+    now = iter(range(0, 1000, 10))
+    monkeypatch.setattr(vm.time, "monotonic", lambda: next(now))
+    assert settled_vcpu_clocks(clocks_read([1]), "clean") == {"irqs": 100, "vcpus_runnable": 1}
 
 
 def test_accelerator_fallback_says_why(tmp_path, monkeypatch):

@@ -59,6 +59,7 @@ def assert_clocks_within_bounds(cell: dict, vcpus: int) -> None:
     clocks = cell["vcpu_clocks"]
     assert clocks["parallel"] and clocks["quantum_ns"] == QUANTUM_NS
     assert clocks["unsynced_reads"] == 0
+    assert clocks["vcpus_runnable"] == 0  # read once the guest has stopped (vm.settled_vcpu_clocks)
     assert clocks["drift_max_ns"] <= QUANTUM_NS
     assert clocks["irq_late_max_ns"] <= QUANTUM_NS
     if vcpus > 1:
