@@ -106,6 +106,7 @@ inputs=$( {
     echo "capture $(sha256sum < "$here/../tools/blklab-capture.sh" | cut -d' ' -f1)"
     echo "build-image.sh $(sha256sum < "$0" | cut -d' ' -f1)"
     echo "build-root.sh $(sha256sum < "$here/build-root.sh" | cut -d' ' -f1)"
+    echo "vmlinux-from-bzimage.py $(sha256sum < "$here/vmlinux-from-bzimage.py" | cut -d' ' -f1)"
 } )
 hash=$(printf '%s\n' "$inputs" | sha256sum | cut -c1-16)
 dest=$cache/image/$kernel-$hash
@@ -297,18 +298,24 @@ inroot "$build_root" sh -ec 'cd /blklab-image/root
     > "$work/initramfs.cpio"
 
 install -m 0644 "$kx/boot/vmlinuz-$kernel_release" "$work/vmlinuz"
+# The kernel ELF inside it, which QEMU boots through its PVH entry: the
+# same kernel without its decompressor (the script says why).
+install -m 0755 "$here/vmlinux-from-bzimage.py" "$work/vmlinux-from-bzimage.py"
+inroot "$build_root" python3 /blklab-image/vmlinux-from-bzimage.py \
+    /blklab-image/vmlinuz /blklab-image/vmlinux
 # The kernel's own config: the harness checks scenarios against it.
 install -m 0644 "$kconfig" "$work/config"
 {
     sed '$d' "$root/etc/blklab/image.json" | sed '$ s/$/,/'
-    printf '  "hash": "%s",\n  "initramfs_sha256": "%s",\n  "vmlinuz_sha256": "%s"\n}\n' \
+    printf '  "hash": "%s",\n  "initramfs_sha256": "%s",\n  "vmlinuz_sha256": "%s",\n  "vmlinux_sha256": "%s"\n}\n' \
         "$hash" "$(sha256sum < "$work/initramfs.cpio" | cut -d' ' -f1)" \
-        "$(sha256sum < "$work/vmlinuz" | cut -d' ' -f1)"
+        "$(sha256sum < "$work/vmlinuz" | cut -d' ' -f1)" \
+        "$(sha256sum < "$work/vmlinux" | cut -d' ' -f1)"
 } > "$work/image.json"
 printf '%s\n' "$inputs" > "$work/inputs.txt"
 
 mkdir -p "$work/out"
-mv "$work/vmlinuz" "$work/initramfs.cpio" "$work/image.json" "$work/inputs.txt" \
+mv "$work/vmlinuz" "$work/vmlinux" "$work/initramfs.cpio" "$work/image.json" "$work/inputs.txt" \
    "$work/config" "$work/out/"
 mkdir -p "$cache/image"
 rm -rf "$dest"

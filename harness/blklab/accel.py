@@ -18,7 +18,7 @@ from blklab import channel
 from blklab.bundle import JobBundle
 from blklab.errors import VMError
 from blklab.results import write_atomic
-from blklab.vm import VM, VMConfig
+from blklab.vm import VM, VMConfig, guest_initrd, image_kernel
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,8 @@ def kvm_boots(qemu: Path, image_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -
     with tempfile.TemporaryDirectory(prefix="blklab-probe-") as tmp:
         work = Path(tmp)
         initrd = work / "initrd.cpio"
-        initrd.write_bytes((image_dir / "initramfs.cpio").read_bytes() + JobBundle.probe().cpio())
-        config = VMConfig(qemu=qemu, kernel=image_dir / "vmlinuz", initrd=initrd, workdir=work,
+        guest_initrd(initrd, image_dir, JobBundle.probe().cpio())
+        config = VMConfig(qemu=qemu, kernel=image_kernel(image_dir), initrd=initrd, workdir=work,
                           vcpus=1, memory_mib=512, accel="kvm", mode="realtime")
         try:
             with VM(config) as vm:

@@ -24,7 +24,7 @@ from blklab.errors import VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
                             summarize)
 from blklab.scenario import Cell, Scenario
-from blklab.vm import VM, VMConfig
+from blklab.vm import VM, VMConfig, guest_initrd, image_kernel
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +133,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
                                 scenario.fault, scenario.capture)
     initrd = scratch / "initrd.cpio"
-    with open(initrd, "wb") as out, open(ctx.image_dir / "initramfs.cpio", "rb") as base:
-        shutil.copyfileobj(base, out, 1 << 20)
-        out.write(bundle.cpio())
+    guest_initrd(initrd, ctx.image_dir, bundle.cpio())
     backing = None
     if cell.device.backing == "file":
         backing = scratch / "disk.raw"
@@ -149,7 +147,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         profile_path.write_text(cell.device.profile.text)
 
     config = VMConfig(
-        qemu=ctx.qemu, kernel=ctx.image_dir / "vmlinuz", initrd=initrd, workdir=scratch,
+        qemu=ctx.qemu, kernel=image_kernel(ctx.image_dir), initrd=initrd, workdir=scratch,
         vcpus=scenario.guest.vcpus, memory_mib=scenario.guest.memory_mib, accel=ctx.accel,
         mode=ctx.mode, cpu_rate=scenario.guest.cpu_rate_text,
         vcpu_clocks=scenario.guest.vcpu_clocks or "shared",

@@ -174,6 +174,18 @@ def check_queue_listing(cell: dict) -> None:
 LONE_SUBMISSION_PLUGGED = {"5.10": True, "6.1": False, "6.12": True}
 
 
+def check_pvh_boot(cell: dict, run_dir: Path, image_dir: Path) -> None:
+    """The cell booted its image's kernel ELF (through the PVH entry) and
+    the kernel used its initrd where QEMU put it: with an initrd that is not
+    whole pages, the NVMe cells' kernels copied it away first ("Move
+    RAMDISK", blklab.vm.guest_initrd)."""
+    cmd = cell["host"]["qemu_cmdline"]
+    assert cmd[cmd.index("-kernel") + 1] == str(image_dir / "vmlinux"), cmd
+    console = (run_dir / cell["files"]["console_log"]).read_text(errors="replace")
+    assert "RAMDISK: [mem " in console, cell["cell_id"]
+    assert "Move RAMDISK" not in console, cell["cell_id"]
+
+
 def check_dispatcher(cell: dict, cell_dir: Path, series: str) -> None:
     """The traced cell's plugs and dispatchers are what
     LONE_SUBMISSION_PLUGGED says of its kernel series."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cells_of, device, mixed, run_blklab
+from conftest import cells_of, check_pvh_boot, device, mixed, run_blklab
 from blklab import kernels, paths, results
 from blklab.errors import BuildMissingError
 
@@ -106,6 +106,7 @@ def test_guest_ran_the_flavours_kernel(flavour_run):
         assert version.startswith(f"Linux version {release} "), (cid, version)
         assert f" Debian {image['kernel_package_version']} " in version, (cid, version)
         assert ("PREEMPT_RT" in version) == (flavour == "rt-amd64"), (cid, version)
+        check_pvh_boot(c, out, paths.image_dir(image["kernel"]))
 
 
 def test_manifest_records_the_kernel_package(flavour_run):

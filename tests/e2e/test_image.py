@@ -58,6 +58,8 @@ def test_rebuild_gives_identical_bytes(built, tmp_path):
         assert sha256(fresh / "initramfs.cpio") == sha256(DEFAULT_IMAGE / "initramfs.cpio")
         assert sha256(fresh / "initramfs.cpio") == image["initramfs_sha256"]
         assert sha256(fresh / "vmlinuz") == image["vmlinuz_sha256"]
+        assert sha256(fresh / "vmlinux") == sha256(DEFAULT_IMAGE / "vmlinux")
+        assert sha256(fresh / "vmlinux") == image["vmlinux_sha256"]
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 

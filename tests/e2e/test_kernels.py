@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from conftest import cells_of, check_dispatcher, check_queue_listing, run_blklab
+from conftest import cells_of, check_dispatcher, check_pvh_boot, check_queue_listing, run_blklab
 from blklab import kernels, paths, results
 from blklab.errors import BuildMissingError
 
@@ -82,6 +82,7 @@ def test_series_boots_and_runs_a_job(built, tmp_path, kernel):
             sorted(kernels.IOSCHED_ATTRIBUTES[kernel.series][sched]), (kernel.id, sched)
         assert c["guest"]["kernel_warnings"] == [], c["guest"]["kernel_warnings"]
         check_queue_listing(c)
+        check_pvh_boot(c, tmp_path / "run", paths.image_dir(kernel.id))
         assert all(row["total_ios"] > 0 for row in c["summary"])
         # Who dispatches blkgen's lone submissions under mq-deadline (lab 12;
         # kyber and bfq may also dispatch from their own timers and wake-ups).

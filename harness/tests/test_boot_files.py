@@ -1,0 +1,35 @@
+"""What a cell boots: the image's kernel ELF and an initrd of whole pages
+(blklab.vm.image_kernel, guest_initrd)."""
+
+import pytest
+
+from blklab.errors import BuildMissingError
+from blklab.vm import INITRD_ALIGN, guest_initrd, image_kernel
+
+
+@pytest.mark.parametrize("bundle_size", [0, 1, 511, 4095, 4096, 4097, 70000])
+def test_the_initrd_is_the_image_then_the_bundle_then_zeros_to_a_page(tmp_path, bundle_size):
+    base = bytes(range(256)) * 413 + b"TRAILER!!!"  # not a whole number of pages either
+    (tmp_path / "initramfs.cpio").write_bytes(base)
+    bundle = b"\x07" * bundle_size
+    out = tmp_path / "initrd.cpio"
+    guest_initrd(out, tmp_path, bundle)
+    data = out.read_bytes()
+    assert len(data) % INITRD_ALIGN == 0
+    assert len(data) - len(base) - bundle_size < INITRD_ALIGN
+    assert data[:len(base)] == base
+    assert data[len(base):len(base) + bundle_size] == bundle
+    assert not any(data[len(base) + bundle_size:])
+
+
+def test_the_kernel_is_the_images_vmlinux(tmp_path):
+    (tmp_path / "vmlinux").write_bytes(b"\x7fELF")
+    assert image_kernel(tmp_path) == tmp_path / "vmlinux"
+
+
+def test_an_image_without_vmlinux_says_how_to_rebuild_it(tmp_path):
+    (tmp_path / "vmlinuz").write_bytes(b"bzImage")
+    with pytest.raises(BuildMissingError) as e:
+        image_kernel(tmp_path)
+    assert str(tmp_path / "vmlinux") in str(e.value)
+    assert "make images" in str(e.value)
