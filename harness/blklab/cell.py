@@ -133,7 +133,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
                                 scenario.fault, scenario.capture)
     initrd = scratch / "initrd.cpio"
-    guest_initrd(initrd, ctx.image_dir, bundle.cpio())
+    guest_initrd(initrd, ctx.image_dir, bundle.cpio(), fio=scenario.workload == "fio")
     backing = None
     if cell.device.backing == "file":
         backing = scratch / "disk.raw"

@@ -32,7 +32,7 @@ from blklab.errors import BlklabError
 EXPORT_SCHEMA_VERSION = 1
 INDEX = "blklab-export.json"
 BUILD_IMAGE = paths.REPO / "guest-images" / "build-image.sh"
-IMAGE_FILES = ("vmlinuz", "vmlinux", "initramfs.cpio", "image.json", "inputs.txt", "config")
+IMAGE_FILES = ("vmlinuz", "vmlinux", "initramfs.cpio", "fio.cpio", "image.json", "inputs.txt", "config")
 
 
 def _sha256(path: Path) -> str:

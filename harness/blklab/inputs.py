@@ -22,6 +22,7 @@ GUEST_KEYS = (
     ("userland_lock_sha256", "guest userland pins (guest-images/userland.lock)"),
     ("blkgen_sha256", "blkgen binary"),
     ("initramfs_sha256", "initramfs"),
+    ("fio_cpio_sha256", "fio archive (fio.cpio)"),
     ("vmlinuz_sha256", "vmlinuz"),
 )
 QEMU_KEYS = (

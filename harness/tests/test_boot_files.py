@@ -22,6 +22,18 @@ def test_the_initrd_is_the_image_then_the_bundle_then_zeros_to_a_page(tmp_path, 
     assert not any(data[len(base) + bundle_size:])
 
 
+@pytest.mark.parametrize("fio", [False, True])
+def test_fio_cpio_goes_in_only_for_fio(tmp_path, fio):
+    (tmp_path / "initramfs.cpio").write_bytes(b"B" * 5000)
+    (tmp_path / "fio.cpio").write_bytes(b"F" * 3000)
+    out = tmp_path / "initrd.cpio"
+    guest_initrd(out, tmp_path, b"J" * 100, fio=fio)
+    data = out.read_bytes()
+    want = b"B" * 5000 + (b"F" * 3000 if fio else b"") + b"J" * 100
+    assert data.startswith(want)
+    assert len(data) % INITRD_ALIGN == 0 and not any(data[len(want):])
+
+
 def test_the_kernel_is_the_images_vmlinux(tmp_path):
     (tmp_path / "vmlinux").write_bytes(b"\x7fELF")
     assert image_kernel(tmp_path) == tmp_path / "vmlinux"

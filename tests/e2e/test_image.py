@@ -31,9 +31,17 @@ def lock(name):
     return out
 
 
-def listing(image_dir):
-    return subprocess.run(["cpio", "-t", "--quiet"], stdin=open(image_dir / "initramfs.cpio", "rb"),
+def listing(image_dir, archive="initramfs.cpio"):
+    return subprocess.run(["cpio", "-t", "--quiet"], stdin=open(image_dir / archive, "rb"),
                           capture_output=True, text=True, check=True).stdout.split()
+
+
+def non_directories(image_dir, archive):
+    """The names in an archive that are not directories (`cpio -tv`: a
+    mode string, then four fields, the date's three and the name)."""
+    out = subprocess.run(["cpio", "-tv", "--quiet"], stdin=open(image_dir / archive, "rb"),
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split()[8] for line in out.splitlines() if not line.startswith("d")}
 
 
 def test_rebuild_gives_identical_bytes(built, tmp_path):
@@ -57,6 +65,8 @@ def test_rebuild_gives_identical_bytes(built, tmp_path):
         assert fresh.resolve().name == DEFAULT_IMAGE.resolve().name  # same input hash
         assert sha256(fresh / "initramfs.cpio") == sha256(DEFAULT_IMAGE / "initramfs.cpio")
         assert sha256(fresh / "initramfs.cpio") == image["initramfs_sha256"]
+        assert sha256(fresh / "fio.cpio") == sha256(DEFAULT_IMAGE / "fio.cpio")
+        assert sha256(fresh / "fio.cpio") == image["fio_cpio_sha256"]
         assert sha256(fresh / "vmlinuz") == image["vmlinuz_sha256"]
         assert sha256(fresh / "vmlinux") == sha256(DEFAULT_IMAGE / "vmlinux")
         assert sha256(fresh / "vmlinux") == image["vmlinux_sha256"]
@@ -75,9 +85,15 @@ def test_image_records_its_pins(built):
     assert image["blktrace_version"] == userland["blktrace"]
     assert image["userland_lock_sha256"] == sha256(REPO / "guest-images/userland.lock")
     names = listing(DEFAULT_IMAGE)
-    for needed in ("init", "bin/busybox", "usr/bin/blkgen", "usr/bin/fio", "usr/sbin/blktrace",
+    for needed in ("init", "bin/busybox", "usr/bin/blkgen", "usr/sbin/blktrace",
                    "usr/bin/blkparse", "usr/bin/btt", "lib64/ld-linux-x86-64.so.2"):
         assert needed in names, needed
+    # fio and the libraries only it needs are in fio.cpio, and nothing twice.
+    fio_names = listing(DEFAULT_IMAGE, "fio.cpio")
+    assert "usr/bin/fio" in fio_names and "usr/bin/fio" not in names
+    assert any(n.startswith("lib/x86_64-linux-gnu/") and ".so" in n for n in fio_names)
+    assert not non_directories(DEFAULT_IMAGE, "fio.cpio") & set(names)
+    assert fio_names == sorted(fio_names)
     mods = [p for p in names if p.endswith(".ko")]
     for m in ("nvme.ko", "ata_piix.ko", "ahci.ko", "libata.ko", "sd_mod.ko",
               "kyber-iosched.ko", "bfq.ko", "virtio_console.ko", "virtio_blk.ko"):
@@ -91,7 +107,7 @@ def test_image_programs_are_the_pinned_packages_not_the_hosts(built, tmp_path):
     [deb] = (CACHE / "debs").glob(f"fio_{version.replace(':', '%3a')}_*.deb")
     subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "deb")], check=True)
     subprocess.run(["cpio", "-i", "--quiet", "-d", "usr/bin/fio"], cwd=tmp_path,
-                   stdin=open(DEFAULT_IMAGE / "initramfs.cpio", "rb"), check=True)
+                   stdin=open(DEFAULT_IMAGE / "fio.cpio", "rb"), check=True)
     assert sha256(tmp_path / "usr/bin/fio") == sha256(tmp_path / "deb/usr/bin/fio")
 
 
