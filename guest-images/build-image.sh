@@ -263,7 +263,10 @@ install -m 0755 "$build_root/bin/busybox" "$root/bin/busybox"
 for applet in $(inroot "$build_root" /bin/busybox --list); do
     [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
 done
+# Without its debug information (11.6 of its 14.5 MB), which nothing in the
+# guest reads and every cell's kernel would unpack; the symbols stay.
 install -m 0755 "$blkgen" "$root/usr/bin/blkgen"
+inroot "$build_root" strip --strip-debug /blklab-image/root/usr/bin/blkgen
 root_files() {  # root_files PROGRAM...: them and their libraries
     local p
     for p in "$@"; do

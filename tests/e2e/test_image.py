@@ -5,6 +5,7 @@ installed packages (guest-images/build-image.sh)."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,6 +110,29 @@ def test_image_programs_are_the_pinned_packages_not_the_hosts(built, tmp_path):
     subprocess.run(["cpio", "-i", "--quiet", "-d", "usr/bin/fio"], cwd=tmp_path,
                    stdin=open(DEFAULT_IMAGE / "fio.cpio", "rb"), check=True)
     assert sha256(tmp_path / "usr/bin/fio") == sha256(tmp_path / "deb/usr/bin/fio")
+
+
+def test_image_blkgen_is_the_build_without_its_debug_information(built, tmp_path):
+    """The image's blkgen is the statically built one with its debug
+    sections stripped (build-image.sh): the same code and symbols."""
+    subprocess.run(["cpio", "-i", "--quiet", "-d", "usr/bin/blkgen"], cwd=tmp_path,
+                   stdin=open(DEFAULT_IMAGE / "initramfs.cpio", "rb"), check=True)
+
+    def sections(path):
+        out = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        return {m.group(1): m.group(2) for m in
+                re.finditer(r"\]\s+(\.\S+)\s+\S+\s+\S+\s+\S+\s+(\S+)", out)}
+
+    image = json.loads((DEFAULT_IMAGE / "image.json").read_text())
+    [built_blkgen] = [p for p in CACHE.glob("blkgen/*/blkgen")
+                      if sha256(p) == image["blkgen_sha256"]]
+    ours, theirs = sections(tmp_path / "usr/bin/blkgen"), sections(built_blkgen)
+    assert any(name.startswith(".debug_") for name in theirs)
+    assert not any(name.startswith(".debug_") for name in ours)
+    assert ".symtab" in ours
+    for name in (".text", ".rodata", ".data"):
+        assert ours[name] == theirs[name], name  # the same size
 
 
 def test_a_pin_that_left_the_archive_stops_the_build_naming_it(built, tmp_path):
