@@ -24,6 +24,7 @@ GUEST_KEYS = (
     ("initramfs_sha256", "initramfs"),
     ("fio_cpio_sha256", "fio archive (fio.cpio)"),
     ("vmlinuz_sha256", "vmlinuz"),
+    ("vmlinux_sha256", "vmlinux (the kernel ELF that cells boot through its PVH entry)"),
 )
 QEMU_KEYS = (
     ("qemu_source", "QEMU source package"),

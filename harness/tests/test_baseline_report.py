@@ -146,7 +146,8 @@ def test_counter_table_flattens_and_transposes():
 # write them (keys blklab.inputs reads; values made up).
 IMAGE = {"kernel": "6.1-amd64", "kernel_package": "linux-image-6.1.0-57-amd64",
          "kernel_package_version": "6.1.192-3", "userland_lock_sha256": "aa",
-         "blkgen_sha256": "bb", "initramfs_sha256": "cc", "vmlinuz_sha256": "dd"}
+         "blkgen_sha256": "bb", "initramfs_sha256": "cc", "vmlinuz_sha256": "dd",
+         "vmlinux_sha256": "d2"}
 QEMU = {"qemu_source": {"package": "qemu", "version": "1:7.2+dfsg-7+deb12u13"},
         "series_sha256": "ee", "devmodel_sha256": "ff",
         "firmware_packages": {"seabios": "1.16.2-1"}, "variant": "release",
@@ -175,6 +176,10 @@ def test_compare_names_each_guest_and_qemu_input_that_differs(tmp_path):
     assert any("userland.lock" in w and "aa in the baseline, a2 in the run" in w
                for w in warnings)
     assert any(w.startswith("qemu input differs: QEMU patch series") for w in warnings)
+    # The kernel ELF the cells boot is an input of its own.
+    (elf,) = baseline.input_warnings(base, baseline.snapshot(cells, manifest(
+        image={"vmlinux_sha256": "d3"})))
+    assert elf.startswith("guest input differs: vmlinux") and "d2 in the baseline, d3 in the run" in elf
     # Saved and loaded, the inputs survive.
     path = tmp_path / "b.json"
     baseline.save(path, cells, manifest())
