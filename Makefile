@@ -69,7 +69,7 @@ DEB_PACKAGES := \
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
 	test-host-debian13 \
-	bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate
+	bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate bench-pause
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -227,6 +227,11 @@ bench-determinism: qemu image
 # The default scenario with shared and with parallel vCPU clocks, side by side.
 bench-vcpu-clocks: qemu image
 	$(PYTHON) tests/bench/vcpu-clocks-cost.py
+
+# Host seconds per cell at the calibrated rate with parallel clocks: a PAUSE
+# of one instruction against [guest] pause_ns = 40, side by side.
+bench-pause: qemu image
+	$(PYTHON) tests/bench/pause-cost.py --short
 
 # Guest instructions per polled io_uring read on each kernel, and the rate at
 # which they take the published core's time (docs/determinism.md).

@@ -191,12 +191,15 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
 # The guest settings a run's cells record (request.*), by the [guest] key
 # (and --guest key) that sets each.
 GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "nvme_poll_queues")
+              "pause_ns", "nvme_poll_queues")
 
 
 def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:
     """A run's guest settings, as its first cell's request records them."""
-    req = next((c["request"] for c in cells if c.get("request")), {})
+    req = dict(next((c["request"] for c in cells if c.get("request")), {}))
+    if req.get("mode") == "deterministic":
+        # Recorded since the key came; before it a PAUSE was one instruction.
+        req.setdefault("pause_ns", 0)
     return {k: format(req[k], "g") if isinstance(req.get(k), float) else str(req.get(k))
             for k in GUEST_KEYS}
 

@@ -92,6 +92,8 @@ def run_id_of(scenario: Scenario, mode: str, accel: str,
     # Only then, so other runs keep their ids.
     if scenario.guest.vcpu_clocks == "parallel" or scenario.guest.vcpu_quantum_ns:
         inputs["vcpu_clocks"] = [scenario.guest.vcpu_clocks, scenario.guest.vcpu_quantum_ns]
+    if scenario.guest.pause_ns:  # only then, so other runs keep their ids
+        inputs["pause_ns"] = scenario.guest.pause_ns
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
     if scenario.guest_set:  # only then, so other runs keep their ids
@@ -216,6 +218,7 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         # in realtime mode.
         "vcpu_clocks": scenario.guest.vcpu_clocks,
         "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
+        "pause_ns": scenario.guest.pause_ns,  # -icount pause=; None in realtime mode
         "nvme_poll_queues": scenario.guest.nvme_poll_queues,  # nvme.poll_queues
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,

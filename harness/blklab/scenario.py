@@ -81,6 +81,18 @@ DEFAULT_VCPU_CLOCKS = "shared"
 DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
 
+# [guest] pause_ns: the virtual time an x86 PAUSE takes (QEMU's -icount
+# pause=NS, qemu-patches/0039) instead of one instruction's. Intel's
+# optimization manual gives "as many as 140 cycles" from Skylake on (about
+# 10 before): 40 ns at the 3.5 GHz that CALIBRATED_CPU_RATE assumes
+# (docs/determinism.md, "PAUSE"). A spin-wait loop (the kernel's APIC timer
+# calibration, a contended spinlock) then runs as many iterations per ns as
+# on that core, and costs the host no more. 0 keeps PAUSE one instruction,
+# as every run before the key: the default goes with CALIBRATED_CPU_RATE.
+DEFAULT_PAUSE_NS = 0
+CALIBRATED_PAUSE_NS = 40
+PAUSE_MAX_NS = 10_000  # QEMU's limit
+
 
 def cpu_rate_text(rate: float) -> str:
     """A rate as a decimal with at most CPU_RATE_DIGITS digits after the
@@ -147,6 +159,9 @@ class Guest:
     # (where every vCPU is a host thread); the quantum only with "parallel".
     vcpu_clocks: str | None = DEFAULT_VCPU_CLOCKS
     vcpu_quantum_ns: int | None = None
+    # The time a PAUSE takes in deterministic mode (-icount pause=NS); None
+    # in realtime mode.
+    pause_ns: int | None = DEFAULT_PAUSE_NS
     # The nvme driver's poll_queues module parameter (nvme.poll_queues on the
     # kernel command line): I/O queues without interrupts, which io_uring's
     # polled I/O (fio hipri=1) completes by polling. io_queue_count_set() in
@@ -1081,7 +1096,7 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
 
 # The [guest] keys `blklab run --guest KEY=VALUE` may set.
 GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "nvme_poll_queues")
+              "pause_ns", "nvme_poll_queues")
 _GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks")  # kernel=6.12 is the series, not a number
 
 
@@ -1231,6 +1246,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         written=written,
         cpu_rate=_parse_cpu_rate(g),
         vcpu_clocks=g.choice("vcpu_clocks", VCPU_CLOCKS, DEFAULT_VCPU_CLOCKS),
+        pause_ns=g.integer("pause_ns", DEFAULT_PAUSE_NS, 0, PAUSE_MAX_NS),
     )
     quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
     if guest.vcpu_clocks == "parallel":
@@ -1290,11 +1306,14 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                           ("vcpu_clocks", "chooses the vCPUs' clocks of deterministic mode "
                            "(icount); in {mode} mode each vCPU is a host thread"),
                           ("vcpu_quantum_ns", "bounds the vCPUs' turns in deterministic mode "
-                           "(icount); in {mode} mode each vCPU is a host thread")):
+                           "(icount); in {mode} mode each vCPU is a host thread"),
+                          ("pause_ns", "sets the time a PAUSE takes in deterministic mode "
+                           "(icount); in {mode} mode the host's CPU runs it")):
             if key in g.table:
                 raise g.error(key, what.format(mode=mode) + ": remove it or set "
                               'scenario.mode = "deterministic"')
-        guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None)
+        guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None,
+                        pause_ns=None)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,

@@ -103,6 +103,9 @@ class VMConfig:
     # the time to the next deadline), N bounds it to N ns (-icount quantum=N
     # without parallel=on, qemu-patches/0034).
     vcpu_quantum_ns: int = 0
+    # Deterministic mode: the ns a PAUSE takes (-icount pause=NS,
+    # qemu-patches/0039); 0: one instruction's time.
+    pause_ns: int = 0
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
@@ -176,6 +179,8 @@ class VMConfig:
             opt += f",parallel=on,quantum={self.vcpu_quantum_ns}"
         elif self.vcpu_quantum_ns:
             opt += f",quantum={self.vcpu_quantum_ns}"
+        if self.pause_ns:
+            opt += f",pause={self.pause_ns}"
         return opt
 
     def cpu_features(self) -> list[str]:

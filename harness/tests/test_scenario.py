@@ -100,6 +100,24 @@ def test_vcpu_clocks_on_qemus_command_line(tmp_path):
     assert "-icount rate=2.5,sleep=off,parallel=on,quantum=250 " in parallel
 
 
+@pytest.mark.parametrize("written, pause", [
+    ("", 0), ("pause_ns = 40\n", 40), ("pause_ns = 10000\n", 10000),
+])
+def test_pause_ns(tmp_path, written, pause):
+    """[guest] pause_ns reaches QEMU as -icount pause=NS; 0 leaves the
+    command line as every run had it before the key."""
+    from blklab.vm import VMConfig
+
+    s = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL))
+    assert s.guest.pause_ns == pause
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   mode="deterministic", cpu_rate="8.86", vcpu_clocks="parallel",
+                   vcpu_quantum_ns=250, pause_ns=s.guest.pause_ns)
+    icount = cfg.cmdline()[cfg.cmdline().index("-icount") + 1]
+    assert icount == ("rate=8.86,sleep=off,parallel=on,quantum=250"
+                      + (f",pause={pause}" if pause else ""))
+
+
 @pytest.mark.parametrize("written, queues, on_cmdline", [
     ("", 0, None), ("nvme_poll_queues = 0\n", 0, None),
     ("nvme_poll_queues = 1\n", 1, "nvme.poll_queues=1"),
@@ -124,7 +142,7 @@ def test_nvme_poll_queues(tmp_path, written, queues, on_cmdline):
 def test_realtime_mode_has_no_cpu_rate(tmp_path):
     s = scenario.load(write(tmp_path, '[scenario]\nmode = "realtime"\n' + MINIMAL))
     assert (s.guest.cpu_rate, s.guest.cpu_rate_text) == (None, "")
-    assert (s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns) == (None, None)
+    assert (s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns, s.guest.pause_ns) == (None, None, None)
 
 
 def test_realtime_runs_devices_without_a_profile(tmp_path):
@@ -287,6 +305,11 @@ BAD = [
      "guest.vcpu_quantum_ns", "must be between 1 and 1000000, got 1000001"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_quantum_ns = 100\n" + MINIMAL,
      "guest.vcpu_quantum_ns", "bounds the vCPUs' turns in deterministic mode"),
+    ("[guest]\npause_ns = 10001\n" + MINIMAL,
+     "guest.pause_ns", "must be between 0 and 10000, got 10001"),
+    ("[guest]\npause_ns = -1\n" + MINIMAL, "guest.pause_ns", "must be between 0 and 10000, got -1"),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\npause_ns = 40\n" + MINIMAL,
+     "guest.pause_ns", "sets the time a PAUSE takes in deterministic mode"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_clocks = \"shared\"\n" + MINIMAL,
      "guest.vcpu_clocks", "in realtime mode each vCPU is a host thread"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
