@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib.util
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))
 from blklab.scenario import CALIBRATED_CPU_RATE, CALIBRATED_PAUSE_NS  # noqa: E402
 
 # The same runner as vcpu-clocks-cost.py: one `blklab run`, its cells by id.
-import importlib.util  # noqa: E402
-
 _spec = importlib.util.spec_from_file_location(
     "vcpu_clocks_cost", Path(__file__).resolve().parent / "vcpu-clocks-cost.py")
 _vcc = importlib.util.module_from_spec(_spec)
