@@ -110,6 +110,9 @@ struct JobResult {
   uint64_t usr_ns = 0;
   uint64_t sys_ns = 0;
   uint64_t ctx = 0;   // voluntary + involuntary context switches
+  // Of ctx, the involuntary ones: the job's thread preempted while it could
+  // run (by a kworker it woke, say), not asleep waiting for I/O.
+  uint64_t ctx_involuntary = 0;
   uint64_t majf = 0;  // major page faults
   uint64_t minf = 0;  // minor page faults
   // Per submitted I/O, by I/Os in use when it was committed: 1, 2-3, 4-7,

@@ -261,10 +261,11 @@ Status JobRunner::Prepare() {
 void JobRunner::SnapshotUsage(bool at_end) {
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  const uint64_t now[5] = {TimevalNs(ru.ru_utime), TimevalNs(ru.ru_stime),
-                           static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw),
-                           static_cast<uint64_t>(ru.ru_majflt),
-                           static_cast<uint64_t>(ru.ru_minflt)};
+  const uint64_t now[kUsageFields] = {TimevalNs(ru.ru_utime), TimevalNs(ru.ru_stime),
+                                      static_cast<uint64_t>(ru.ru_nvcsw + ru.ru_nivcsw),
+                                      static_cast<uint64_t>(ru.ru_majflt),
+                                      static_cast<uint64_t>(ru.ru_minflt),
+                                      static_cast<uint64_t>(ru.ru_nivcsw)};
   if (!at_end) {
     std::memcpy(usage_start_, now, sizeof(now));
     return;
@@ -274,6 +275,7 @@ void JobRunner::SnapshotUsage(bool at_end) {
   result_->ctx = now[2] - usage_start_[2];
   result_->majf = now[3] - usage_start_[3];
   result_->minf = now[4] - usage_start_[4];
+  result_->ctx_involuntary = now[5] - usage_start_[5];
 }
 
 void JobRunner::BeginMeasuring() {

@@ -176,7 +176,8 @@ class JobRunner {
   uint64_t series_bytes_[kNumDirs] = {};
   std::unique_ptr<LatencyHistogram[]> series_hist_;  // one per direction
   // getrusage at the start of the measured phase.
-  uint64_t usage_start_[5] = {};
+  static constexpr int kUsageFields = 6;
+  uint64_t usage_start_[kUsageFields] = {};
 };
 
 }  // namespace blkgen

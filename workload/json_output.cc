@@ -250,6 +250,7 @@ Json BlkgenJobJson(const ReportEntry& e, const CommandLine& cl, const RunData& r
   j["elapsed_ns"] = r.elapsed_ns;
   j["usr_ns"] = r.usr_ns;
   j["sys_ns"] = r.sys_ns;
+  j["ctx_involuntary"] = r.ctx_involuntary;
   j["error_text"] = std::string(r.error_text);
   j["settings"] = SettingsJson(spec, r);
   if (!spec.cgroup.empty()) {

@@ -129,6 +129,7 @@ void MergeInto(JobResult* dst, const JobResult& src) {
   dst->usr_ns += src.usr_ns;
   dst->sys_ns += src.sys_ns;
   dst->ctx += src.ctx;
+  dst->ctx_involuntary += src.ctx_involuntary;
   dst->majf += src.majf;
   dst->minf += src.minf;
   for (int i = 0; i < kDepthBuckets; ++i) {

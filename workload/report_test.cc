@@ -39,6 +39,17 @@ TEST(ReportTest, IdleDirectionHasZeroRuntime) {
   EXPECT_EQ(r.iops, 0.0);
 }
 
+TEST(ReportTest, MergedJobsSumTheirContextSwitches) {
+  JobResult a, b;
+  a.ctx = 10;
+  a.ctx_involuntary = 3;
+  b.ctx = 7;
+  b.ctx_involuntary = 7;
+  MergeInto(&a, b);
+  EXPECT_EQ(a.ctx, 17u);
+  EXPECT_EQ(a.ctx_involuntary, 10u);
+}
+
 TEST(ReportTest, DepthSharesFloorLikeFio) {
   const uint64_t map[kDepthBuckets] = {1, 0, 0, 9999, 0, 0, 0};
   const auto s = DepthShares(map);

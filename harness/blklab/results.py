@@ -32,11 +32,11 @@ DISKSTAT_FIELDS = (
     "flush_ios", "flush_ticks_ms",
 )
 
-SUMMARY_PERCENTILES = ("50.000000", "99.000000", "99.900000")
+SUMMARY_PERCENTILES = ("50.000000", "99.000000", "99.900000", "99.990000")
 # The figures of each summary row that statistics, expectations and
 # baselines work with (latencies in ns).
 SUMMARY_METRICS = ("iops", "bw_bytes", "clat_mean_ns", "clat_p50_ns", "clat_p99_ns",
-                   "clat_p99.9_ns")
+                   "clat_p99.9_ns", "clat_p99.99_ns", "clat_max_ns")
 
 
 @dataclass
@@ -119,6 +119,7 @@ def summarize(workload: dict[str, Any]) -> list[dict[str, Any]]:
                 "total_ios": d.get("total_ios"),
                 "clat_mean_ns": clat.get("mean"),
                 **{f"clat_p{p.rstrip('0').rstrip('.')}_ns": pct.get(p) for p in SUMMARY_PERCENTILES},
+                "clat_max_ns": clat.get("max"),
             })
     return rows
 

@@ -48,14 +48,15 @@ def test_disk_delta_and_iostat_figures():
 
 def test_summary_from_fio_layout():
     wl = {"jobs": [{"jobname": "j", "read": {"iops": 10.5, "bw_bytes": 43008, "total_ios": 21,
-                                            "clat_ns": {"mean": 1500.0, "percentile": {
+                                            "clat_ns": {"mean": 1500.0, "max": 12000, "percentile": {
                                                 "50.000000": 1000, "99.000000": 9000,
-                                                "99.900000": 9900}}},
+                                                "99.900000": 9900, "99.990000": 11000}}},
                     "write": {"total_ios": 0}}]}
     rows = results.summarize(wl)
     assert rows == [{"job": "j", "direction": "read", "iops": 10.5, "bw_bytes": 43008,
                      "total_ios": 21, "clat_mean_ns": 1500.0, "clat_p50_ns": 1000,
-                     "clat_p99_ns": 9000, "clat_p99.9_ns": 9900}]
+                     "clat_p99_ns": 9000, "clat_p99.9_ns": 9900, "clat_p99.99_ns": 11000,
+                     "clat_max_ns": 12000}]
 
 
 def test_atomic_write_and_load(tmp_path):
