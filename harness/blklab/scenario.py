@@ -55,16 +55,15 @@ VIRTIO_BLK_MAX_QUEUES = 1024
 VIRTIO_BLK_RING_ENTRIES = 1024  # VIRTQUEUE_MAX_SIZE
 VIRTIO_BLK_MIN_RING_ENTRIES = 4  # QEMU's virtio-blk wants queue-size > 2
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
-# [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md); 1 is
-# icount's shift=0, which every run used before the key existed.
-DEFAULT_CPU_RATE = 1.0
+# [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md).
 # The rate at which the 6.1 guest's polled io_uring read takes the time one
 # Ice Lake-SP core took per I/O in a published measurement (387.6 ns, 2.58M
 # IOPS at QD128): 3,434 of its instructions per I/O, fio's own work not
 # counted (docs/determinism.md, "Where a calibrated rate comes from";
-# `make bench-cpu-rate` measures it again). Not the default yet: every
-# scenario's figures and expectations move with it.
+# `make bench-cpu-rate` measures it again). The default; 1 (icount's
+# shift=0) is what every run used before the key existed.
 CALIBRATED_CPU_RATE = 8.86
+DEFAULT_CPU_RATE = CALIBRATED_CPU_RATE
 CPU_RATE_MIN = 0.25
 # Above what any current core sustains (6-wide at 5 GHz is 30), and below
 # QEMU's -icount rate= limit (1024).
@@ -75,9 +74,11 @@ CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
 # [guest] vcpu_clocks: one clock that every vCPU's instructions advance
 # ("shared"), or each vCPU on its own clock ("parallel": QEMU's -icount
 # parallel=on, qemu-patches/0033), with at most vcpu_quantum_ns between two
-# running vCPUs' clocks (docs/determinism.md).
+# running vCPUs' clocks (docs/determinism.md). Parallel is the default: a
+# real machine's cores do not share one instruction stream; "shared" is what
+# every run used before the key existed.
 VCPU_CLOCKS = ("shared", "parallel")
-DEFAULT_VCPU_CLOCKS = "shared"
+DEFAULT_VCPU_CLOCKS = "parallel"
 DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
 
@@ -88,9 +89,9 @@ VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
 # (docs/determinism.md, "PAUSE"). A spin-wait loop (the kernel's APIC timer
 # calibration, a contended spinlock) then runs as many iterations per ns as
 # on that core, and costs the host no more. 0 keeps PAUSE one instruction,
-# as every run before the key: the default goes with CALIBRATED_CPU_RATE.
-DEFAULT_PAUSE_NS = 0
+# as every run before the key; the default goes with CALIBRATED_CPU_RATE.
 CALIBRATED_PAUSE_NS = 40
+DEFAULT_PAUSE_NS = CALIBRATED_PAUSE_NS
 PAUSE_MAX_NS = 10_000  # QEMU's limit
 
 
@@ -158,7 +159,7 @@ class Guest:
     # "shared" or "parallel" in deterministic mode, None in realtime mode
     # (where every vCPU is a host thread); the quantum only with "parallel".
     vcpu_clocks: str | None = DEFAULT_VCPU_CLOCKS
-    vcpu_quantum_ns: int | None = None
+    vcpu_quantum_ns: int | None = DEFAULT_VCPU_QUANTUM_NS
     # The time a PAUSE takes in deterministic mode (-icount pause=NS); None
     # in realtime mode.
     pause_ns: int | None = DEFAULT_PAUSE_NS

@@ -53,11 +53,12 @@ def test_set_keys_replace_the_files(tmp_path):
     path = write(tmp_path)
     base = scenario.load(path)
     s = scenario.load(path, guest_set=scenario.parse_guest_set(
-        ["cpu_rate=2.5", "vcpus=4", "vcpu_clocks=parallel"]))
-    assert (base.guest.vcpus, base.guest.cpu_rate, base.guest.vcpu_clocks) == (2, 1, "shared")
-    assert (s.guest.vcpus, s.guest.cpu_rate, s.guest.vcpu_clocks) == (4, 2.5, "parallel")
-    assert s.guest.vcpu_quantum_ns == scenario.DEFAULT_VCPU_QUANTUM_NS
-    assert s.guest_set == (("cpu_rate", "2.5"), ("vcpus", "4"), ("vcpu_clocks", '"parallel"'))
+        ["cpu_rate=2.5", "vcpus=4", "vcpu_clocks=shared"]))
+    assert (base.guest.vcpus, base.guest.cpu_rate, base.guest.vcpu_clocks) == (2, 8.86, "parallel")
+    assert (s.guest.vcpus, s.guest.cpu_rate, s.guest.vcpu_clocks) == (4, 2.5, "shared")
+    assert base.guest.vcpu_quantum_ns == scenario.DEFAULT_VCPU_QUANTUM_NS
+    assert s.guest.vcpu_quantum_ns is None  # shared clocks: unbounded turns unless set
+    assert s.guest_set == (("cpu_rate", "2.5"), ("vcpus", "4"), ("vcpu_clocks", '"shared"'))
     assert s.sha256 == base.sha256  # the file's bytes; the run id carries the rest
     ids = {run_id_of(x, "deterministic", "tcg", {}, {}) for x in (base, s)}
     assert len(ids) == 2

@@ -60,7 +60,7 @@ def test_export_then_import_links_the_image_this_checkout_builds(tmp_path, monke
     name = checkout_key("6.1-amd64")
     a_cache, _ = machine(tmp_path / "a", monkeypatch, name)
     out = tmp_path / "carry.tar"
-    assert cli.main(["image", "export", str(out)]) == 0
+    assert cli.main(["image", "export", str(out), "--kernel", "6.1-amd64"]) == 0
     b_cache, b_build = machine(tmp_path / "b", monkeypatch)
     assert cli.main(["image", "import", str(out)]) == 0
     printed = capsys.readouterr().out

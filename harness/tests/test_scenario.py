@@ -33,6 +33,10 @@ def test_minimal_defaults(tmp_path):
     # No [guest] kernel: the default series' amd64.
     assert s.guest == scenario.Guest(f"{kernels.default_series()}-amd64", 2, 1024,
                                      written="amd64")
+    # The calibrated core: parallel clocks, each vCPU at 8.86 instructions
+    # per ns, PAUSE 40 ns (docs/determinism.md).
+    assert (s.guest.cpu_rate, s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns,
+            s.guest.pause_ns) == (8.86, "parallel", 250, 40)
     (d,) = s.devices
     assert (d.name, d.kind, d.backing, d.profile.name) == ("d0", "nvme", "file", "zero-latency")
     assert d.size_bytes == d.profile.capacity_bytes // 4096 * 4096
@@ -58,7 +62,7 @@ def test_deterministic_mode_needs_a_profile_on_every_device(tmp_path, head, over
 
 
 @pytest.mark.parametrize("written, rate, text", [
-    ("", 1.0, "1"), ("cpu_rate = 2.5\n", 2.5, "2.5"), ("cpu_rate = 3\n", 3.0, "3"),
+    ("", 8.86, "8.86"), ("cpu_rate = 1\n", 1.0, "1"), ("cpu_rate = 2.5\n", 2.5, "2.5"), ("cpu_rate = 3\n", 3.0, "3"),
     ("cpu_rate = 0.25\n", 0.25, "0.25"), ("cpu_rate = 1.234567\n", 1.234567, "1.234567"),
 ])
 def test_cpu_rate(tmp_path, written, rate, text):
@@ -67,11 +71,12 @@ def test_cpu_rate(tmp_path, written, rate, text):
 
 
 @pytest.mark.parametrize("written, clocks, quantum", [
-    ("", "shared", None), ('vcpu_clocks = "shared"\n', "shared", None),
+    ("", "parallel", 250), ('vcpu_clocks = "shared"\n', "shared", None),
     ('vcpu_clocks = "parallel"\n', "parallel", 250),
     ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 500\n', "parallel", 500),
     ('vcpu_clocks = "parallel"\nvcpu_quantum_ns = 1000000\n', "parallel", 1000000),
-    ("vcpu_quantum_ns = 100000\n", "shared", 100000),
+    ("vcpu_quantum_ns = 100000\n", "parallel", 100000),
+    ('vcpu_clocks = "shared"\nvcpu_quantum_ns = 100000\n', "shared", 100000),
 ])
 def test_vcpu_clocks(tmp_path, written, clocks, quantum):
     s = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL))
@@ -101,7 +106,7 @@ def test_vcpu_clocks_on_qemus_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("written, pause", [
-    ("", 0), ("pause_ns = 40\n", 40), ("pause_ns = 10000\n", 10000),
+    ("", 40), ("pause_ns = 0\n", 0), ("pause_ns = 40\n", 40), ("pause_ns = 10000\n", 10000),
 ])
 def test_pause_ns(tmp_path, written, pause):
     """[guest] pause_ns reaches QEMU as -icount pause=NS; 0 leaves the

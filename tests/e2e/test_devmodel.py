@@ -58,17 +58,36 @@ def model_mean_read_ns(cell: dict) -> float:
     return service["total"] / service["count"]
 
 
+def p50_read_ns(cell: dict) -> float:
+    (row,) = [r for r in cell["summary"] if r["direction"] == "read"]
+    return row["clat_p50_ns"]
+
+
 def test_qd1_latency_is_the_models_plus_the_software_floor(qd1_run):
+    """On a drive whose every read takes the same time, a read's latency is
+    that time plus the software's, so the medians differ by it exactly (up
+    to blkgen's histogram, 1/256). The means carry the few reads the guest's
+    background work (timer ticks, kworkers) lands on, which weigh more in
+    a 10 us read than in a 1 ms one: at the calibrated CPU the fixed-10us
+    reads' mean floor was 3.5 us against a median of 1.1 us. The disk's
+    service varies, so its mean is compared, within 2%."""
     floor_cell = qd1_run["floor.none.r0"]
     assert model_mean_read_ns(floor_cell) == 10_000
-    floor = mean_read_ns(floor_cell) - 10_000
+    floor_p50 = p50_read_ns(floor_cell) - 10_000
+    floor_mean = mean_read_ns(floor_cell) - 10_000
     for name, _, _ in DRIVES[1:]:
         cell = qd1_run[f"{name}.none.r0"]
         model_mean = model_mean_read_ns(cell)
-        guest = mean_read_ns(cell) - floor
-        print(f"{name}: guest {mean_read_ns(cell):.0f} ns - floor {floor:.0f} ns = {guest:.0f} ns;"
-              f" model {model_mean:.0f} ns")
-        assert guest == pytest.approx(model_mean, rel=0.02), name
+        if cell["devmodel"]["service_ns"]["read"]["max"] == model_mean:
+            guest = p50_read_ns(cell) - floor_p50
+            print(f"{name}: guest p50 {p50_read_ns(cell):.0f} ns - floor {floor_p50:.0f} ns = "
+                  f"{guest:.0f} ns; model {model_mean:.0f} ns")
+            assert guest == pytest.approx(model_mean, rel=1 / 256), name
+        else:
+            guest = mean_read_ns(cell) - floor_mean
+            print(f"{name}: guest mean {mean_read_ns(cell):.0f} ns - floor {floor_mean:.0f} ns "
+                  f"= {guest:.0f} ns; model {model_mean:.0f} ns")
+            assert guest == pytest.approx(model_mean, rel=0.02), name
 
 
 def test_precondition_decides_whether_reads_reach_the_media(qd1_run):

@@ -36,9 +36,7 @@ APIC_TROUBLE = re.compile(r"APIC calibration not consistent|APIC frequency too s
 
 
 def paused(path, body: str, vcpus: int, schedulers: str = '["none"]'):
-    s = scenario(path, body, vcpus, rate=RATE, schedulers=schedulers)
-    s.write_text(s.read_text().replace("[guest]\n", f"[guest]\npause_ns = {PAUSE_NS}\n", 1))
-    return s
+    return scenario(path, body, vcpus, rate=RATE, schedulers=schedulers, pause_ns=PAUSE_NS)
 
 
 def assert_booted_cleanly(run_dir, cell: dict, vcpus: int) -> None:

@@ -1,7 +1,8 @@
 """Trace replay end to end: blklab captures a workload with blktrace in a
 guest, then blkgen and fio replay that capture (read_iolog, a blkparse -d
 dump) in fresh guests, themselves traced. Both must queue the recorded I/Os
-(direction, offset, length) in the recorded order, and in virtual time
+(direction, offset, length) in the recorded order, data I/Os among
+themselves and flushes among themselves (matched()), and in virtual time
 (deterministic mode) each replayed I/O must be queued at its recorded offset
 from the first:
 
@@ -122,6 +123,18 @@ def trace_of(run_dir: Path) -> bytes:
     return (run_dir / cell["files"]["blktrace.bin"]).read_bytes()
 
 
+def matched(recorded, replayed) -> list:
+    """The replayed I/Os, each at its recorded one's index: data I/Os in the
+    order they were queued, flushes in theirs. An io_uring FSYNC is queued by
+    an io-wq worker, not by the thread that submitted it, so a data I/O
+    submitted a microsecond after it can reach the queue first (2026-12-05,
+    calibrated guest: a flush and the read 0.9 us after it were queued 54 ns
+    apart the other way round)."""
+    data = iter([p for p in replayed if p[1] != "flush"])
+    flushes = iter([p for p in replayed if p[1] == "flush"])
+    return [next(flushes if r[1] == "flush" else data) for r in recorded]
+
+
 def deviations(recorded, replayed) -> list[int]:
     """Per I/O: (replayed offset since its first) - (recorded offset since
     its first), ns."""
@@ -190,13 +203,15 @@ def test_capture_has_gaps_flushes_and_both_directions(capture):
 @pytest.mark.parametrize("workload", ["blkgen", "fio"])
 def test_replay_queues_the_recorded_ios_in_order(replays, workload):
     recorded, replayed, _, _ = replays[workload]
-    assert [r[1:] for r in replayed] == [r[1:] for r in recorded]
+    assert len(replayed) == len(recorded)
+    assert sum(p[1] == "flush" for p in replayed) == sum(r[1] == "flush" for r in recorded)
+    assert [p[1:] for p in matched(recorded, replayed)] == [r[1:] for r in recorded]
 
 
 @pytest.mark.parametrize("workload", ["blkgen", "fio"])
 def test_replay_queues_each_io_at_its_recorded_offset(replays, workload):
     recorded, replayed, cell, _ = replays[workload]
-    dev = deviations(recorded, replayed)
+    dev = deviations(recorded, matched(recorded, replayed))
     print(f"{workload}: {len(dev)} I/Os, deviation min {min(dev)} ns, max {max(dev)} ns")
     for i, (r, d) in enumerate(zip(recorded, dev)):
         if workload == "fio":

@@ -102,6 +102,13 @@ def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factor
 
 @pytest.mark.xdist_group("scheduler-switch-under-load")
 def test_lab_scheduler_switch_log(built, tmp_path_factory):
+    """Lab 8: every switch stops the I/O while the queue is frozen. A
+    freeze of D ns covers at least min(W, D/2) of one of the W ns intervals
+    it overlaps, and no request completes in that part once the ones in
+    flight have drained (blk_queue_enter holds back every new one). So when
+    D >= W, some interval around each switch loses at least half its IOPS.
+    Its p99 need not move: a switch holds back at most the job's 32 requests,
+    well under 1% of an interval's I/Os at the calibrated CPU."""
     from blklab import switches
 
     run = short_run("scheduler-switch-under-load", tmp_path_factory)
@@ -112,11 +119,16 @@ def test_lab_scheduler_switch_log(built, tmp_path_factory):
         assert len(log) >= 4 and all(s.ok for s in log), log
         assert {s.scheduler for s in log} >= {"mq-deadline", "kyber", "bfq", "none"}
         for cs in switches.analyze(cell, log):
-            worst = max(sp.p99_ns for sp in cs.spikes if sp.p99_ns is not None)
-            print(f"seed {cell['request']['seed']} {cs.job} {cs.direction}: worst "
-                  f"switch-window p99 {worst / 1e3:.0f} us, away from switches "
-                  f"{cs.baseline_p99_ns / 1e3:.0f} us")
-            assert worst > 5 * cs.baseline_p99_ns
+            for sp in cs.spikes:
+                took_ns = sp.switch.duration_us * 1000
+                print(f"seed {cell['request']['seed']} {cs.job} {cs.direction}: switch to "
+                      f"{sp.switch.scheduler} took {took_ns / 1e6:.1f} ms, lowest interval "
+                      f"IOPS {sp.iops:.0f} against {cs.baseline_iops:.0f} away from switches, "
+                      f"worst p99 {sp.p99_ns / 1e3:.0f} us against "
+                      f"{cs.baseline_p99_ns / 1e3:.0f} us")
+                # The derivation's premise: the freeze outlasts an interval.
+                assert took_ns >= cs.interval_ns, sp.switch
+                assert sp.iops < 0.5 * cs.baseline_iops, sp.switch
     proc = run_blklab("switches", str(run))
     assert proc.returncode == 0 and "switches, 0 failed" in proc.stdout
 
@@ -150,18 +162,23 @@ def test_lab_who_dispatches_a_lone_submission(built, tmp_path_factory):
     those conftest.LONE_SUBMISSION_PLUGGED states for it, and on a series
     that does not plug, every request an elevator holds costs the
     submitting thread a context switch (a kblockd worker dispatches it),
-    which none does not."""
+    which none does not. Where blkgen dispatches, nothing it wakes has to
+    preempt it: its involuntary switches (blkgen's ctx_involuntary) stay
+    few. Its voluntary ones are not the dispatch's: on a drive slower than
+    the guest's CPU, blkgen sleeps in io_uring_enter() until a completion."""
     run = short_run("kernel-generations", tmp_path_factory)
     series = kernels.default_series()
     for cell in cells_of(run).values():
         check_dispatcher(cell, run / "cells" / cell["cell_id"], series)
         ios = sum(s["total_ios"] for s in cell["summary"])
         switches = sum(job["ctx"] for job in cell["workload"]["jobs"])
-        print(f"{cell['cell_id']}: {switches} context switches, {ios} I/Os")
+        preempted = sum(job["blkgen"]["ctx_involuntary"] for job in cell["workload"]["jobs"])
+        print(f"{cell['cell_id']}: {switches} context switches, {preempted} of them "
+              f"involuntary, {ios} I/Os")
         if cell["request"]["scheduler"] != "none" and not LONE_SUBMISSION_PLUGGED[series]:
             assert 0.95 * ios <= switches <= 1.05 * ios, cell["cell_id"]
         else:
-            assert switches < 0.05 * ios, cell["cell_id"]
+            assert preempted < 0.05 * ios, cell["cell_id"]
 
 
 @pytest.mark.xdist_group("kernel-generations-batched")
@@ -169,13 +186,15 @@ def test_lab_a_batched_submission_is_dispatched_by_its_thread(built, tmp_path_fa
     """Lab 12's way out on 6.1: four SQEs per io_uring_enter are plugged
     (io_uring plugs a submission of more than two), so every request is
     dispatched by blkgen itself, under mq-deadline as under none, and no
-    request costs a context switch."""
+    request costs it a preemption (its involuntary context switches; the
+    voluntary ones are its sleeps waiting for completions)."""
     run = short_run("kernel-generations-batched", tmp_path_factory)
     for cell in cells_of(run).values():
         queued, plugged, by = dispatches(run / "cells" / cell["cell_id"])
         ios = sum(s["total_ios"] for s in cell["summary"])
         switches = sum(job["ctx"] for job in cell["workload"]["jobs"])
+        preempted = sum(job["blkgen"]["ctx_involuntary"] for job in cell["workload"]["jobs"])
         print(f"{cell['cell_id']}: {queued} queued, {plugged} plugs, dispatched by {by}, "
-              f"{switches} context switches")
+              f"{switches} context switches, {preempted} of them involuntary")
         assert plugged > 0 and by == {"blkgen": queued}, cell["cell_id"]
-        assert switches < 0.05 * ios, cell["cell_id"]
+        assert preempted < 0.05 * ios, cell["cell_id"]
