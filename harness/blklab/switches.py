@@ -51,6 +51,12 @@ class Spike:
     switch: Switch
     p99_ns: float | None  # worst interval p99 around the switch
     iops: float | None  # lowest interval IOPS around the switch
+    # How much longer than its nominal length the longest interval around
+    # the switch lasted, in ns. blkgen ends an interval at its first
+    # completion or submission past the nominal end, and a submitter held
+    # in blk_queue_enter() while the queue is frozen gets to neither: with
+    # intervals shorter than the freeze, this is the freeze to within one.
+    held_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,9 @@ def analyze(cell: dict[str, Any], switches: list[Switch]) -> list[CellSwitches]:
         spikes = []
         for sw in switches:
             idx = [i for i in range(len(ends)) if near(i, sw)]
+            held = max((ends[i] - starts[i] - interval for i in idx), default=0)
             spikes.append(Spike(sw, max((p99[i] for i in idx), default=None),
-                                min((iops[i] for i in idx), default=None)))
+                                min((iops[i] for i in idx), default=None), max(0, held)))
         out.append(CellSwitches(cell["cell_id"], job, direction, interval, base_p99, base_iops,
                                 spikes))
     return out
@@ -121,9 +128,10 @@ def _us(ns: float | None) -> str:
 
 
 def render(run_dir: Path) -> str:
-    """A table per cell, job and direction: each switch, how long it took,
-    the worst interval p99 and lowest IOPS around it, against the median of
-    the intervals away from every switch."""
+    """A table per cell, job and direction: each switch, how long the write
+    to queue/scheduler took, how long the workload was held past an interval
+    around it, the worst interval p99 and lowest IOPS around it, against the
+    median of the intervals away from every switch."""
     lines = []
     for cell, switches in load_run(run_dir):
         failed = [s for s in switches if not s.ok]
@@ -133,14 +141,15 @@ def render(run_dir: Path) -> str:
             lines.append(f"-- job {cs.job} {cs.direction}: interval {cs.interval_ns / 1e6:g} ms, "
                          f"away from switches p99 {_us(cs.baseline_p99_ns)} us, "
                          f"IOPS {cs.baseline_iops or 0:.0f}")
-            lines.append(f"{'#':>3} {'at ms':>8} {'to':<12} {'took ms':>8} {'p99 us':>9} "
-                         f"{'x base':>7} {'IOPS':>8}")
+            lines.append(f"{'#':>3} {'at ms':>8} {'to':<12} {'took ms':>8} {'held ms':>8} "
+                         f"{'p99 us':>9} {'x base':>7} {'IOPS':>8}")
             for n, sp in enumerate(cs.spikes, 1):
                 sw = sp.switch
                 ratio = (f"{sp.p99_ns / cs.baseline_p99_ns:.1f}"
                          if sp.p99_ns and cs.baseline_p99_ns else "-")
                 lines.append(f"{n:>3} {sw.start_us / 1000:>8.1f} {sw.scheduler:<12} "
-                             f"{sw.duration_us / 1000:>8.2f} {_us(sp.p99_ns):>9} {ratio:>7} "
+                             f"{sw.duration_us / 1000:>8.2f} {sp.held_ns / 1e6:>8.2f} "
+                             f"{_us(sp.p99_ns):>9} {ratio:>7} "
                              f"{sp.iops if sp.iops is not None else 0:>8.0f}"
                              + ("" if sw.ok else f"  FAILED: {sw.error}"))
     return "\n".join(lines) if lines else f"{run_dir}: no cell has a scheduler switch log"

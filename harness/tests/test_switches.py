@@ -46,3 +46,14 @@ def test_render_reads_a_run(tmp_path):
     (tmp_path / "cell-nvme0.none.r0.json").write_text(json.dumps(c))
     text = switches.render(tmp_path)
     assert "3 switches, 1 failed" in text and "FAILED: Invalid argument" in text
+
+
+def test_held_is_how_far_the_longest_interval_around_each_switch_overran():
+    c = cell([100_000.0] * 20, [1000.0] * 20)
+    ends = c["workload"]["jobs"][0]["blkgen"]["time_series"]["end_ns"]
+    # The interval after 100 ms ends 7.5 ms late (the first switch held the
+    # workload); every later end moves with it.
+    c["workload"]["jobs"][0]["blkgen"]["time_series"]["end_ns"] = [
+        e + (7_500_000 if e > 100_000_000 else 0) for e in ends]
+    (cs,) = switches.analyze(c, switches.parse(LOG))
+    assert [s.held_ns for s in cs.spikes] == [7_500_000, 0, 0]

@@ -102,13 +102,17 @@ def test_lab_scheduler_defaults_as_the_guest_reports_them(built, tmp_path_factor
 
 @pytest.mark.xdist_group("scheduler-switch-under-load")
 def test_lab_scheduler_switch_log(built, tmp_path_factory):
-    """Lab 8: every switch stops the I/O while the queue is frozen. A
-    freeze of D ns covers at least min(W, D/2) of one of the W ns intervals
-    it overlaps, and no request completes in that part once the ones in
-    flight have drained (blk_queue_enter holds back every new one). So when
-    D >= W, some interval around each switch loses at least half its IOPS.
-    Its p99 need not move: a switch holds back at most the job's 32 requests,
-    well under 1% of an interval's I/Os at the calibrated CPU."""
+    """Lab 8: every switch stops the I/O while the queue is frozen: once
+    the requests in flight have drained, blk_queue_enter holds back every
+    new one, and blkgen, held in io_uring_enter(), neither submits nor
+    reaps. blkgen ends a W ns interval at its first step past W, so a
+    freeze of D ns that starts a ns into an interval leaves it at most a ns
+    of I/O: over a span of a + D when a + D >= W (a share a / (a + D) <
+    W / (W + D)), over W otherwise (a share (W - D) / W). For D >= W either
+    is under half, so some interval around each switch loses at least half
+    its IOPS. Its p99 need not move: a switch holds back at most the job's
+    32 requests, well under 1% of an interval's I/Os at the calibrated
+    CPU."""
     from blklab import switches
 
     run = short_run("scheduler-switch-under-load", tmp_path_factory)
@@ -122,7 +126,8 @@ def test_lab_scheduler_switch_log(built, tmp_path_factory):
             for sp in cs.spikes:
                 took_ns = sp.switch.duration_us * 1000
                 print(f"seed {cell['request']['seed']} {cs.job} {cs.direction}: switch to "
-                      f"{sp.switch.scheduler} took {took_ns / 1e6:.1f} ms, lowest interval "
+                      f"{sp.switch.scheduler} took {took_ns / 1e6:.1f} ms (held "
+                      f"{sp.held_ns / 1e6:.1f} ms past an interval), lowest interval "
                       f"IOPS {sp.iops:.0f} against {cs.baseline_iops:.0f} away from switches, "
                       f"worst p99 {sp.p99_ns / 1e3:.0f} us against "
                       f"{cs.baseline_p99_ns / 1e3:.0f} us")
