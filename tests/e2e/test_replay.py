@@ -96,16 +96,23 @@ _TC_FLUSH = 1 << 2
 _TC_DISCARD = 1 << 13
 
 
-def queue_events(blob: bytes) -> list[tuple[int, str, int, int]]:
-    """(time ns, op, byte offset, bytes) of each queue (Q) event of a
-    little-endian blktrace dump, in file order."""
-    out = []
+def records(blob: bytes):
+    """(time ns, sector, bytes, action) of each record of a little-endian
+    blktrace dump, in file order."""
     pos = 0
     while pos < len(blob):
         magic, _, t, sector, nbytes, action, _, _, _, _, pdu = struct.unpack_from(
             "<IIQQIIIIIHH", blob, pos)
         assert magic & 0xFFFFFF00 == 0x65617400, f"bad record at byte {pos}"
         pos += 48 + pdu
+        yield t, sector, nbytes, action
+
+
+def queue_events(blob: bytes) -> list[tuple[int, str, int, int]]:
+    """(time ns, op, byte offset, bytes) of each queue (Q) event of a
+    little-endian blktrace dump, in file order."""
+    out = []
+    for t, sector, nbytes, action in records(blob):
         cat = action >> _TC_SHIFT
         if action & 0xFFFF != _Q or cat & _TC_NOTIFY:
             continue
@@ -160,10 +167,7 @@ def q2c_ns(blob: bytes) -> dict[str, list[int]]:
     time (ns) from a blktrace dump, matching Q and C events by sector."""
     queued: dict[tuple[int, bool], list[int]] = {}
     out: dict[str, list[int]] = {"read": [], "write": []}
-    pos = 0
-    while pos < len(blob):
-        _, _, t, sector, _, action, _, _, _, _, pdu = struct.unpack_from("<IIQQIIIIIHH", blob, pos)
-        pos += 48 + pdu
+    for t, sector, _, action in records(blob):
         cat = action >> _TC_SHIFT
         if cat & (_TC_NOTIFY | _TC_FLUSH | _TC_DISCARD):
             continue
@@ -222,15 +226,8 @@ def completion_to_queue_pauses(blob: bytes) -> list[int]:
     """For each pause in a blktrace dump (two queue events at least
     THINKTIME_NS apart), ns from the last completion (C) before the second
     to that queue event."""
-    events = []
-    pos = 0
-    while pos < len(blob):
-        _, _, t, _, _, action, _, _, _, _, pdu = struct.unpack_from("<IIQQIIIIIHH", blob, pos)
-        pos += 48 + pdu
-        if (action >> _TC_SHIFT) & _TC_NOTIFY or action & 0xFFFF not in (_Q, _C):
-            continue
-        events.append((t, action & 0xFFFF))
-    events.sort()
+    events = sorted((t, action & 0xFFFF) for t, _, _, action in records(blob)
+                    if not (action >> _TC_SHIFT) & _TC_NOTIFY and action & 0xFFFF in (_Q, _C))
     out = []
     last_q = last_c = None
     for t, what in events:
