@@ -68,7 +68,7 @@ DEB_PACKAGES := \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
-.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-full clean \
+.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
 	test-host-debian13 \
 	bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate bench-pause
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
@@ -210,7 +210,15 @@ test-host-debian13: deps
 # one worker left a 2-core machine's second core idle for much of the run.
 E2E_WORKERS ?= 2
 test-e2e:
-	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup tests/e2e
+	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup \
+	    -m "not long_short_form" tests/e2e
+
+# Every scenario's short form with its expectations on three seeds, the
+# long ones make test leaves out (tests/e2e/test_scenarios.py,
+# LONG_SHORT_FORMS) included: some 50 min on 2 cores.
+test-short-forms: qemu images
+	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup \
+	    tests/e2e/test_scenarios.py
 
 # Benchmarks print measurements; they are never part of `make test`.
 # Builds (once, cached) the stock QEMU it compares with: the same source with

@@ -48,6 +48,8 @@ LONGEST_FIRST = [  # by the two-worker run's --durations (and cells added since)
 def pytest_configure(config):
     # Registered here too, so that a run without xdist (-p no:xdist) knows it.
     config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests")
+    config.addinivalue_line("markers", "long_short_form: a scenario's short form that make "
+                            "test leaves to make test-short-forms (test_scenarios.py)")
 
 
 def xdist_group(item) -> str:
