@@ -23,8 +23,8 @@ from blklab import kernels
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem != "default")
 # Scenarios whose short form another test runs and checks (once is enough).
 RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
-# Short forms `make test` leaves to `make test-short-forms` (and `make
-# test-full`), marked long_short_form: the costliest whose run no lab test
+# Short forms `make test` leaves to `make test-short-forms`, marked
+# long_short_form: the costliest whose run no lab test
 # here reads. Host seconds of their cells (cell.json wall_seconds, summed;
 # `make test-e2e` on an idle 2-core machine, 2026-12-05, both workers busy):
 # optane-class 1285, ai-inference 796, multi-tenant-bfq 676,
