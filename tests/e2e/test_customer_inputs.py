@@ -113,7 +113,7 @@ def test_capture_script_in_a_guest_imports_back_its_settings(built, tmp_path):
     assert text.count("== diskstats") == 2
     samples = [dict((f[2], int(f[3])) for f in (line.split() for line in part.splitlines())
                     if len(f) > 3)
-               for part in (s.split("\n== ")[0] for s in text.split("== diskstats")[1:])]
+               for part in (chunk.split("\n== ")[0] for chunk in text.split("== diskstats")[1:])]
     assert samples[1]["nvme0n1"] > samples[0]["nvme0n1"], samples
     proc = run_blklab("validate", str(imported))
     assert proc.returncode == 0, proc.stderr
