@@ -25,7 +25,7 @@ SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem
 RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # Short forms `make test` leaves to `make test-short-forms`, marked
 # long_short_form: the costliest whose run no lab test
-# here reads. Host seconds of their cells (cell.json wall_seconds, summed;
+# here reads. Host seconds of their cells (host.wall_seconds of each cell-*.json, summed;
 # `make test-e2e` on an idle 2-core machine, 2026-12-05, both workers busy):
 # optane-class 1285, ai-inference 796, multi-tenant-bfq 676,
 # cloud-mysql-incident-as-run 615 (its expectations stay in make test through
