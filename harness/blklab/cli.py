@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "switch_schedulers) against the workload's time series")
     sw.add_argument("run", type=Path)
 
+    tu = sub.add_parser("turns", help="when each job of RUN was served: its turns on the "
+                        "device and the gaps with no completion between them, from blkgen's "
+                        "time series")
+    tu.add_argument("run", type=Path)
+    tu.add_argument("--cell", metavar="GLOB",
+                    help="only the cells whose id matches, e.g. 'hdd.bfq.*' (default: all)")
+    tu.add_argument("--gap-ms", type=float, metavar="MS",
+                    help="how far past its nominal length an interval must last to be a gap "
+                    "(default: half the series' interval)")
+    tu.add_argument("--json", action="store_true", help="print the turns as JSON")
+
     rep = sub.add_parser("report", help="write RUN/report.html, or print RUN's tables as "
                          "Markdown (--markdown)")
     rep.add_argument("run", type=Path, nargs="+",
@@ -237,6 +248,14 @@ def main(argv: list[str] | None = None) -> int:
             from blklab import switches
 
             print(switches.render(args.run))
+            return 0
+        if args.command == "turns":
+            from blklab import turns
+
+            if args.gap_ms is not None and args.gap_ms <= 0:
+                raise BlklabError(f"--gap-ms {args.gap_ms:g}: must be above 0")
+            show = turns.as_json if args.json else turns.render
+            print(show(args.run, args.cell, args.gap_ms))
             return 0
         if args.command == "run":
             return _run(args)

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from blklab import expectations, notes, stats  # noqa: E402
+from blklab import expectations, notes, stats, turns  # noqa: E402
 from blklab.expectations import Outcome  # noqa: E402
 
 SCHEDULER_COLOURS = {"none": "#4c72b0", "mq-deadline": "#dd8452", "kyber": "#55a868",
@@ -110,21 +110,6 @@ def percentile_bars(device: str, rows: list[stats.Row]) -> str | None:
     return _png(fig)
 
 
-def _series(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(label, time series) for a job: blkgen's jobs[].blkgen.time_series, or
-    with group_reporting one per member (member_time_series). A series holds
-    columns: end_ns[], and per direction iops[] and clat_p99_ns[]."""
-    b = job.get("blkgen") or {}
-    name = job.get("jobname", "?")
-    if isinstance(b.get("time_series"), dict):
-        found = [(name, b["time_series"])]
-    else:
-        found = [(f"{name}[{k}]", ts)
-                 for k, ts in enumerate(b.get("member_time_series") or [])]
-    return [(label, ts) for label, ts in found
-            if isinstance(ts, dict) and ts.get("end_ns")]
-
-
 def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     fig, (ax_iops, ax_p99) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
     drawn = 0
@@ -134,7 +119,7 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
         if g in seen:
             continue
         for job in (c.get("workload") or {}).get("jobs", []):
-            for job_label, ts in _series(job):
+            for job_label, ts in turns.job_series(job):
                 t = [end / 1e9 for end in ts["end_ns"]]
                 for direction in ("read", "write", "trim"):
                     d = ts.get(direction)

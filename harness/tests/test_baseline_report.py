@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from blklab import baseline, report
+from blklab import baseline, report, turns
 from blklab.errors import BlklabError
 
 
@@ -103,7 +103,7 @@ def test_report_draws_the_timeline_of_blkgen_time_series():
         [1000, 0, 1200], [90_000, 0, 95_000])
     cells[2]["workload"]["jobs"][0]["blkgen"]["member_time_series"] = [
         series([500, 520], [40_000, 41_000]), series([510, 505], [42_000, 40_500])]
-    assert [label for label, _ in report._series(cells[2]["workload"]["jobs"][0])] == \
+    assert [label for label, _ in turns.job_series(cells[2]["workload"]["jobs"][0])] == \
         ["j[0]", "j[1]"]
     html = report.render(Path("run"), cells, {"mode": "realtime", "run_id": "r1",
                                               "scenario": {"name": "s"}}, [])

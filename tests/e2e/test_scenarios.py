@@ -155,6 +155,49 @@ def test_lab_scheduler_switch_log(built, tmp_path_factory):
     assert proc.returncode == 0 and "switches, 0 failed" in proc.stdout
 
 
+@pytest.mark.xdist_group("scheduler-switch-under-load")
+def test_turns_account_for_every_io_and_find_each_switch_freeze(built, tmp_path_factory):
+    """`blklab turns` on real cells: a job's turns and gaps tile its
+    measured phase and hold every completion blkgen counted (jobs[].read
+    and .write total_ios), and a gap shows wherever the switch log (lab 8,
+    above) found the workload held past an interval by at least the gap:
+    the same freeze seen through the switch log and through the series."""
+    import json
+
+    from blklab import switches
+
+    run = short_run("scheduler-switch-under-load", tmp_path_factory)
+    gap_ms = 5.0
+    proc = run_blklab("turns", "--json", "--gap-ms", str(gap_ms), str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = {(t["cell_id"], t["job"]): t for t in json.loads(proc.stdout)}
+    freezes = 0
+    for cell, log in switches.load_run(run):
+        for job in cell["workload"]["jobs"]:
+            t = found[(cell["cell_id"], job["jobname"])]
+            spans = t["spans"]
+            assert spans[0]["start_ns"] == 0
+            assert all(a["end_ns"] == b["start_ns"] and a["kind"] != b["kind"]
+                       for a, b in zip(spans, spans[1:]))
+            assert spans[-1]["end_ns"] == job["blkgen"]["time_series"]["end_ns"][-1]
+            for d in ("read", "write"):
+                assert sum(s["ios"].get(d, 0) for s in spans) == job[d]["total_ios"], (t["job"], d)
+        for cs in switches.analyze(cell, log):
+            gaps = [s for s in found[(cell["cell_id"], cs.job)]["spans"] if s["kind"] == "gap"]
+            for sp in cs.spikes:
+                if sp.held_ns < gap_ms * 1e6:
+                    continue
+                freezes += 1
+                lo = sp.switch.start_us * 1000 - cs.interval_ns
+                hi = (sp.switch.start_us + sp.switch.duration_us) * 1000 + 2 * cs.interval_ns
+                assert any(g["start_ns"] < hi and g["end_ns"] > lo for g in gaps), sp.switch
+    print(f"{freezes} switch freezes held the workload {gap_ms:g} ms or more past an interval;"
+          " each is a gap in `blklab turns`")
+    assert freezes > 0
+    text = run_blklab("turns", str(run))
+    assert text.returncode == 0 and "turn(s), served" in text.stdout
+
+
 @pytest.mark.xdist_group("hdd-sorting-nr-requests")
 def test_a_pool_written_as_2_is_4_and_the_run_says_so(built, tmp_path_factory):
     """block/blk-sysfs.c: queue_requests_store() raises nr_requests below
