@@ -123,7 +123,12 @@ def load(run_dir: Path, cell_glob: str | None) -> list[dict[str, Any]]:
     paths = sorted(run_dir.glob("cell-*.json"))
     if not paths:
         raise BlklabError(f"{run_dir}: no cell-*.json: not a run directory, or no cell finished")
-    cells = [json.loads(p.read_text()) for p in paths]
+    cells = []
+    for p in paths:
+        try:
+            cells.append(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise BlklabError(f"{p}: not a readable cell result: {e}") from e
     if cell_glob is None:
         return cells
     chosen = [c for c in cells if fnmatch.fnmatchcase(c.get("cell_id", ""), cell_glob)]

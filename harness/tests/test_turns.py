@@ -109,6 +109,13 @@ def test_a_glob_that_matches_nothing_names_the_cells(tmp_path):
         turns.load(write_run(tmp_path), "nvme.*")
 
 
+def test_a_cell_file_that_is_not_json_is_named(tmp_path):
+    run = write_run(tmp_path)
+    (run / "cell-broken.r0.json").write_text("{\"cell_id\": ")
+    with pytest.raises(BlklabError, match="cell-broken.r0.json: not a readable cell result"):
+        turns.load(run, None)
+
+
 def test_a_directory_without_cells_is_an_error(tmp_path):
     with pytest.raises(BlklabError, match="no cell-\\*.json"):
         turns.load(tmp_path, None)
