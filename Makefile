@@ -215,8 +215,8 @@ test-e2e:
 
 # Every scenario's short form with its expectations on three seeds, the
 # long ones make test leaves out (tests/e2e/test_scenarios.py,
-# LONG_SHORT_FORMS) included. Not yet timed as a target: their cells were
-# 8,200 of the 13,200 host seconds of a 73.6 min make test-e2e, so ~45 min.
+# LONG_SHORT_FORMS) included: 45 min on the idle 2-core machine
+# (scenarios/README.md, "The short form").
 test-short-forms: qemu images
 	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup \
 	    tests/e2e/test_scenarios.py
