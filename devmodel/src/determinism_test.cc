@@ -1,8 +1,10 @@
 // The same request stream twice gives identical completion times and counters,
-// for every shipped profile (and a preconditioned SSD).
+// for every shipped profile (and a preconditioned SSD); and every shipped
+// profile keeps its reference completion times.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "devmodel/profile.h"
 #include "devmodel/ssd.h"
@@ -12,11 +14,13 @@
 namespace devmodel {
 namespace {
 
-std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed) {
+// `queues` > 1 spreads requests over that many submission queues.
+std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed, int depth = 16, int queues = 1) {
   internal::Rng rng(seed);
   const std::uint64_t blocks = std::min<std::uint64_t>(d.capacity_bytes() / 4096, 1u << 20);
-  const auto done = testing::RunClosedLoop(d, 16, 3000, [&](TimeNs) {
+  const auto done = testing::RunClosedLoop(d, depth, 3000, [&](TimeNs) {
     Request r;
+    if (queues > 1) r.queue_id = static_cast<std::uint32_t>(rng.Below(queues));
     const std::uint64_t pick = rng.Below(100);
     r.op = pick < 60 ? Op::kRead : pick < 95 ? Op::kWrite : pick < 98 ? Op::kTrim : Op::kFlush;
     if (r.op != Op::kFlush) {
@@ -44,6 +48,68 @@ TEST(DeterminismTest, SameStreamSameCompletionsForEveryProfile) {
     EXPECT_EQ(RunMixed(*a, 5), RunMixed(*b, 5)) << entry.path();
     EXPECT_EQ(a->CountersJson(), b->CountersJson()) << entry.path();
   }
+}
+
+// FNV-1a (64 bit) over a stream's submit and completion times.
+std::uint64_t Digest(const std::vector<TimeNs>& times) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (TimeNs t : times) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (t >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+// Per shipped profile (seed 99), the digest of RunMixed(seed 5) at queue
+// depth 16 on one queue and at depth 192 (beyond every internal limit) on 3
+// queues. The first 11 were recorded before the SSD's contention mechanisms
+// (round robin arbitration, bounded suspend, plane reads) existed: with their
+// keys at the defaults every deadline stays bit-identical. A deliberate timing
+// change updates this table from the digests the failure prints.
+const std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& ReferenceDigests() {
+  static const auto* digests = new std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>{
+      {"aws-gp2-100g-exhausted", {0x9a1b15b3550071e1ull, 0x24c7c835c33853c0ull}},
+      {"aws-gp2-100g", {0x3c7791c3a2f5c5c7ull, 0x0ee14e9e4515fe91ull}},
+      {"aws-gp3-100g", {0x3c7791c3a2f5c5c7ull, 0x0ee14e9e4515fe91ull}},
+      {"fixed-10us", {0xc273ba655c18fee5ull, 0x24276e39df66e6c5ull}},
+      {"hdd-5400-laptop-1t", {0x85541cb75d2418d0ull, 0xedddc26e1c164fddull}},
+      {"hdd-7200-desktop-1t", {0x3e2919017c81ce9full, 0xceca3671eb256244ull}},
+      {"optane-p5800x-800g", {0x15ff2eda885fb392ull, 0xcb9c5fa91233f679ull}},
+      {"samsung-980pro-1t", {0x9814559284eecff5ull, 0x7407cb063f6b4b6bull}},  // mechanisms on
+      {"samsung-970evoplus-1t", {0x760c6a8b24982f94ull, 0xb759ba13ab23d409ull}},
+      {"tlc-250g-used-suspend", {0x2326fd2aeeee261aull, 0xa620dcd016da8079ull}},
+      {"tlc-250g-used", {0x651534d86d1783b4ull, 0xa4fe328f848faee0ull}},
+      {"zero-latency", {0x810efd6d3c240925ull, 0x810efd6d3c240925ull}},
+  };
+  return *digests;
+}
+
+TEST(DeterminismTest, ShippedProfilesKeepTheirReferenceCompletionTimes) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(DEVMODEL_PROFILE_DIR)) {
+    if (entry.path().extension() == ".toml") paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::string table;
+  for (const auto& path : paths) {
+    std::string error;
+    auto d = LoadProfile(path.string(), 99, &error);
+    ASSERT_NE(d, nullptr) << error;
+    const std::uint64_t shallow = Digest(RunMixed(*d, 5));
+    auto deep_device = LoadProfile(path.string(), 99, &error);
+    const std::uint64_t deep = Digest(RunMixed(*deep_device, 5, 192, 3));
+    char line[160];
+    std::snprintf(line, sizeof line, "      {\"%s\", {0x%016llxull, 0x%016llxull}},\n",
+                  path.stem().c_str(), static_cast<unsigned long long>(shallow),
+                  static_cast<unsigned long long>(deep));
+    table += line;
+    const auto it = ReferenceDigests().find(path.stem().string());
+    EXPECT_TRUE(it != ReferenceDigests().end() && it->second == std::make_pair(shallow, deep))
+        << "completion times of " << path << " differ from the reference";
+  }
+  if (HasFailure()) std::printf("digests now:\n%s", table.c_str());
 }
 
 TEST(DeterminismTest, PreconditionedSsdIsReproducibleAndSeedMatters) {

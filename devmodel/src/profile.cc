@@ -108,6 +108,11 @@ std::vector<Key> SsdKeys() {
                                        : v == "full" ? Precondition::kFull
                                                      : Precondition::kSteady;
   };
+  Key arbitration = MakeKey("arbitration", Key::Type::kChoice);
+  arbitration.choices = {"fifo", "round_robin"};
+  arbitration.set_choice = [](void* c, const std::string& v) {
+    static_cast<C*>(c)->arbitration = v == "fifo" ? Arbitration::kFifo : Arbitration::kRoundRobin;
+  };
   return {
       Int("channels", &C::channels, 1, 64, "count"),
       Int("dies_per_channel", &C::dies_per_channel, 1, 64, "count"),
@@ -125,6 +130,13 @@ std::vector<Key> SsdKeys() {
       Int("host_link_mb_s", &C::host_link_mb_s, 0, 1000000, "MB/s (0 = not modelled)"),
       Scaled("controller_overhead_us", &C::controller_overhead_ns, 0, 100000, 1e3, "us"),
       Int("max_inflight_commands", &C::max_inflight_commands, 1, 65536, "count"),
+      arbitration,
+      Int("max_inflight_reads", &C::max_inflight_reads, 0, 65536,
+          "count (0 = max_inflight_commands; round_robin only)"),
+      Int("max_inflight_writes", &C::max_inflight_writes, 0, 65536,
+          "count (0 = max_inflight_commands; round_robin only)"),
+      Int("max_inflight_per_queue", &C::max_inflight_per_queue, 0, 65536,
+          "count per submission queue and pipeline (0 = no limit; round_robin only)"),
       Int("write_buffer_bytes", &C::write_buffer_bytes, 0, 0x1p40, "bytes"),
       Bool("power_loss_protection", &C::power_loss_protection),
       Int("gc_foreground_free_blocks", &C::gc_foreground_free_blocks, 2, 100000, "blocks per die"),
@@ -132,6 +144,9 @@ std::vector<Key> SsdKeys() {
       Scaled("gc_idle_delay_ms", &C::gc_idle_delay_ns, 0, 1000000, 1e6, "ms"),
       Bool("suspend", &C::suspend_enabled),
       Scaled("suspend_latency_us", &C::suspend_latency_ns, 0, 100000, 1e3, "us"),
+      Scaled("resume_latency_us", &C::resume_latency_ns, 0, 100000, 1e3, "us"),
+      Int("max_suspends_per_op", &C::max_suspends_per_op, 0, 65535, "count (0 = unlimited)"),
+      Bool("independent_plane_reads", &C::independent_plane_reads),
       pre,
       Real("precondition_overwrite_factor", &C::precondition_overwrite_factor, 0, 16, "x capacity"),
   };

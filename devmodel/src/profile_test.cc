@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace devmodel {
 namespace {
@@ -164,6 +166,20 @@ TEST(ProfileTest, KeyReferenceListsEveryKeyWithItsRange) {
   const std::string ref = ProfileKeyReference();
   EXPECT_NE(ref.find("ssd.page_read_us: a number in [0, 100000] us"), std::string::npos) << ref;
   EXPECT_NE(ref.find("hdd.queue_policy: one of \"fifo\" \"sptf\""), std::string::npos);
+}
+
+TEST(ProfileTest, ReadmeKeyReferenceIsTheLoaders) {
+  std::ifstream in(std::string(DEVMODEL_PROFILE_DIR) + "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::string open = "<!-- devmodel-check --keys -->\n```text\n";
+  const std::size_t begin = readme.find(open);
+  ASSERT_NE(begin, std::string::npos) << "devmodel/profiles/README.md lacks " << open;
+  const std::size_t end = readme.find("```", begin + open.size());
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(readme.substr(begin + open.size(), end - begin - open.size()), ProfileKeyReference())
+      << "regenerate the block with devmodel-check --keys";
 }
 
 }  // namespace

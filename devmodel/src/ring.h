@@ -20,6 +20,7 @@ class Ring {
 
   // REQUIRES: !empty() for front() and pop_front(); i < size() for operator[].
   const T& front() const { return data_[head_]; }
+  T& front() { return data_[head_]; }
   const T& operator[](std::size_t i) const { return data_[(head_ + i) & mask_]; }
   void pop_front() {
     head_ = (head_ + 1) & mask_;

@@ -46,7 +46,30 @@ bool SsdGeometry(const SsdConfig& c, internal::FtlGeometry* out, std::string* er
                 std::to_string(c.mapping_unit_bytes) + ")");
   }
   if (c.channel_mb_s == 0) return fail(Range("ssd.channel_mb_s", 1, 1000000));
-  if (c.max_inflight_commands == 0) return fail(Range("ssd.max_inflight_commands", 1, 65536));
+  if (c.max_inflight_commands == 0 || c.max_inflight_commands > 65536) {
+    return fail(Range("ssd.max_inflight_commands", 1, 65536));
+  }
+  if (c.arbitration == Arbitration::kFifo) {
+    for (const auto& [key, value] : {std::pair{"ssd.max_inflight_reads", c.max_inflight_reads},
+                                     {"ssd.max_inflight_writes", c.max_inflight_writes},
+                                     {"ssd.max_inflight_per_queue", c.max_inflight_per_queue}}) {
+      if (value != 0) {
+        return fail(std::string(key) + " (" + std::to_string(value) +
+                    ") applies only with ssd.arbitration = \"round_robin\" (0 with \"fifo\")");
+      }
+    }
+  } else if (c.arbitration != Arbitration::kRoundRobin) {
+    return fail("ssd.arbitration must be \"fifo\" or \"round_robin\"");
+  }
+  if (c.max_inflight_reads > 65536) return fail(Range("ssd.max_inflight_reads", 0, 65536));
+  if (c.max_inflight_writes > 65536) return fail(Range("ssd.max_inflight_writes", 0, 65536));
+  if (c.max_inflight_per_queue > 65536) {
+    return fail(Range("ssd.max_inflight_per_queue", 0, 65536));
+  }
+  // Profile keys are in us; 1e8 ns = the loader's 100000 us bound.
+  if (c.suspend_latency_ns > 100000000) return fail(Range("ssd.suspend_latency_us", 0, 100000));
+  if (c.resume_latency_ns > 100000000) return fail(Range("ssd.resume_latency_us", 0, 100000));
+  if (c.max_suspends_per_op > 65535) return fail(Range("ssd.max_suspends_per_op", 0, 65535));
   if (c.gc_foreground_free_blocks < 2) {
     return fail(Range("ssd.gc_foreground_free_blocks", 2, 100000));
   }
@@ -147,7 +170,18 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
       die_busy_until_(geometry.dies, 0),
       channel_busy_(config.channels, 0),
       read_channel_busy_(config.channels, 0),
+      track_pe_shifts_(config.resume_latency_ns != 0 || config.max_suspends_per_op != 0 ||
+                       config.independent_plane_reads),
       buffer_capacity_units_(config.write_buffer_bytes / config.mapping_unit_bytes) {
+  if (c_.arbitration == Arbitration::kRoundRobin) {
+    read_pipeline_.slot_free.assign(
+        c_.max_inflight_reads != 0 ? c_.max_inflight_reads : c_.max_inflight_commands, 0);
+    write_pipeline_.slot_free.assign(
+        c_.max_inflight_writes != 0 ? c_.max_inflight_writes : c_.max_inflight_commands, 0);
+  }
+  if (c_.independent_plane_reads) {
+    plane_read_busy_.assign(std::size_t{geometry.dies} * c_.planes_per_die, 0);
+  }
   // Preconditioning runs the FTL untimed: the drive starts at t = 0 idle.
   const std::uint64_t n = geometry.exported_slots;
   const auto overwrites =
@@ -188,19 +222,60 @@ std::uint32_t SsdModel::DieOfOffset(std::uint64_t offset_bytes) const {
   return ppn == Ftl::kUnmapped ? 0xFFFFFFFFu : ftl_.DieOfPpn(ppn);
 }
 
-TimeNs SsdModel::Admit(TimeNs now) {
-  while (!inflight_.empty() && inflight_.top() <= now) inflight_.pop();
-  if (inflight_.size() < c_.max_inflight_commands) return now;
-  const TimeNs start = inflight_.top();  // earliest earlier command frees a slot
-  inflight_.pop();
-  n_.admission_wait_ns += start - now;
+namespace {
+
+// Earliest time >= now at which fewer than `limit` of the ends in `heap` lie
+// beyond it; takes that entry. REQUIRES: `now` never decreases between calls.
+TimeNs TakeSlot(std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>>* heap,
+                std::uint32_t limit, TimeNs now) {
+  while (!heap->empty() && heap->top() <= now) heap->pop();
+  if (heap->size() < limit) return now;
+  const TimeNs start = heap->top();  // earliest earlier command frees a slot
+  heap->pop();
   return start;
+}
+
+}  // namespace
+
+SsdModel::Admission SsdModel::Admit(const Request& r, TimeNs now) {
+  Admission a{now, &inflight_, nullptr, nullptr};
+  if (c_.arbitration == Arbitration::kFifo) {
+    a.start = TakeSlot(&inflight_, c_.max_inflight_commands, now);
+  } else {
+    a = AdmitRoundRobin(r, now);
+  }
+  n_.admission_wait_ns += a.start - now;
+  if (r.op == Op::kRead) n_.read_admission_wait_ns += a.start - now;
+  return a;
+}
+
+SsdModel::Admission SsdModel::AdmitRoundRobin(const Request& r, TimeNs now) {
+  Pipeline& p = r.op == Op::kRead ? read_pipeline_ : write_pipeline_;
+  Admission a{now, nullptr, &p, nullptr};
+  if (c_.max_inflight_per_queue != 0) {
+    const std::uint32_t q = r.queue_id % kSsdArbitratedQueues;
+    if (q >= p.queues.size()) p.queues.resize(q + 1);
+    a.queue = &p.queues[q];
+    a.start = TakeSlot(a.queue, c_.max_inflight_per_queue, now);
+  }
+  // The slot that frees last by a.start (a queue waiting for its own limit
+  // takes the slot its own earlier command leaves, not one another queue
+  // could use now), else the earliest to free. Removed here; Submit puts
+  // the command's end back.
+  auto it = std::upper_bound(p.slot_free.begin(), p.slot_free.end(), a.start);
+  if (it == p.slot_free.begin()) {
+    a.start = *it;
+  } else {
+    --it;
+  }
+  p.slot_free.erase(it);
+  return a;
 }
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
   if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
-  const TimeNs start = Admit(now);
-  const TimeNs t0 = start + c_.controller_overhead_ns;
+  const Admission admission = Admit(r, now);
+  const TimeNs t0 = admission.start + c_.controller_overhead_ns;
   TimeNs done = t0;
   switch (r.op) {
     case Op::kRead:
@@ -216,7 +291,13 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
       done = Trim(r, t0);
       break;
   }
-  inflight_.push(done);
+  if (admission.pipeline == nullptr) {
+    admission.pool->push(done);
+  } else {
+    auto& slots = admission.pipeline->slot_free;
+    slots.insert(std::upper_bound(slots.begin(), slots.end(), done), done);
+    if (admission.queue != nullptr) admission.queue->push(done);
+  }
   last_completion_ = std::max(last_completion_, done);
   return {done, true};
 }
@@ -235,30 +316,59 @@ bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
   return false;
 }
 
-TimeNs SsdModel::ReadPage(std::uint32_t die, TimeNs t, std::uint32_t units) {
+TimeNs SsdModel::ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units) {
   DieTimeline& d = dies_[die];
   TimeNs& busy_until = die_busy_until_[die];
   TimeNs& channel = read_channel_busy_[ChannelOf(die)];
-  while (!d.pe_ops.empty() && d.pe_ops.front().end <= t) d.pe_ops.pop_front();
-  const bool in_progress = !d.pe_ops.empty() && d.pe_ops.front().start <= t;
-  TimeNs start = std::max(t, d.read_busy_until);
+  // The sensing unit: the die, or with independent_plane_reads the page's
+  // plane (program units stripe pages over planes in order).
+  TimeNs& sense_free =
+      plane_read_busy_.empty()
+          ? d.read_busy_until
+          : plane_read_busy_[std::size_t{die} * c_.planes_per_die + page % c_.planes_per_die];
+  while (!d.pe_ops.empty() && d.pe_ops.front().end + d.pe_shift <= t) {
+    d.pe_ops.pop_front();
+    d.front_suspends = 0;
+  }
+  const bool in_progress = !d.pe_ops.empty() && d.pe_ops.front().start + d.pe_shift <= t;
+  TimeNs start = std::max(t, sense_free);
+  TimeNs suspend_ns = 0;  // die time beyond the read's own: suspend + resume
+  bool suspended = false;
   if (in_progress) {
-    if (c_.suspend_enabled) {
+    if (c_.suspend_enabled &&
+        (c_.max_suspends_per_op == 0 || d.front_suspends < c_.max_suspends_per_op)) {
       start += c_.suspend_latency_ns;  // program/erase paused, resumed after the read
+      suspend_ns = c_.suspend_latency_ns + c_.resume_latency_ns;
+      suspended = true;
+      ++d.front_suspends;
       ++n_.suspends;
     } else {
-      start = std::max(start, d.pe_ops.front().end);
+      if (c_.suspend_enabled) ++n_.suspends_refused;
+      start = std::max(start, d.pe_ops.front().end + d.pe_shift);
     }
   }
   const TimeNs sensed = start + c_.page_read_ns;
   const TimeNs xfer_start = std::max(sensed, channel);
   channel = xfer_start + ChannelNs(units);
   const TimeNs end = channel;
-  const TimeNs die_time =
-      end - start + (in_progress && c_.suspend_enabled ? c_.suspend_latency_ns : 0);
+  // The part of the read not overlapping reads already booked on other
+  // planes of the die (with one sensing unit per die, all of it).
+  const TimeNs die_time = end - std::max(start, std::min(end, d.read_busy_until)) + suspend_ns;
   // Booked program/erase work that the read overtook or paused runs later.
-  busy_until = busy_until > start ? busy_until + die_time : end;
-  d.read_busy_until = end;
+  if (busy_until > start) {
+    busy_until += die_time;
+    if (track_pe_shifts_) {
+      d.pe_shift += die_time;
+      if (in_progress && !suspended) {  // the operation it waited for ends as booked
+        d.pe_ops.front().start -= die_time;
+        d.pe_ops.front().end -= die_time;
+      }
+    }
+  } else {
+    busy_until = std::max(busy_until, end);
+  }
+  sense_free = end;
+  d.read_busy_until = std::max(d.read_busy_until, end);
   d.busy_ns += die_time;
   ++n_.nand_pages_read;
   return end;
@@ -286,12 +396,12 @@ TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
       ++page_units;
       continue;
     }
-    if (page_units != 0) done = std::max(done, ReadPage(page_die, t0, page_units));
+    if (page_units != 0) done = std::max(done, ReadPage(page_die, page, t0, page_units));
     page = ppn_page;
     page_die = ftl_.DieOfPpn(ppn);
     page_units = 1;
   }
-  if (page_units != 0) done = std::max(done, ReadPage(page_die, t0, page_units));
+  if (page_units != 0) done = std::max(done, ReadPage(page_die, page, t0, page_units));
   return LinkTransfer(&link_out_busy_, done, r.length_bytes);
 }
 
@@ -375,7 +485,7 @@ void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32
   const TimeNs start = std::max({dispatch_time_, channel, busy_until});
   channel = start + xfer;
   busy_until = start + xfer + c_.page_program_ns;
-  d.pe_ops.push_back({start, busy_until});
+  d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
   d.busy_ns += xfer + c_.page_program_ns;
   const TimeNs done = busy_until;
   while (!d.programs.empty() && d.programs.front().done <= dispatch_time_) d.programs.pop_front();
@@ -396,7 +506,7 @@ void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
   const TimeNs work = pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns;
   const TimeNs start = std::max(dispatch_time_, busy_until);
   busy_until = start + work;
-  d.pe_ops.push_back({start, busy_until});
+  d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
   d.busy_ns += work;
   channel = std::max(channel, start) + pages_read * page_xfer + prog_xfer;
   n_.gc_pages_read += pages_read;
@@ -407,7 +517,7 @@ void SsdModel::OnErase(std::uint32_t die) {
   TimeNs& busy_until = die_busy_until_[die];
   const TimeNs start = std::max(dispatch_time_, busy_until);
   busy_until = start + c_.block_erase_ns;
-  d.pe_ops.push_back({start, busy_until});
+  d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
   d.busy_ns += c_.block_erase_ns;
 }
 
@@ -452,7 +562,9 @@ std::string SsdModel::CountersJson() const {
   j["write_buffer_stall_ns"] = n_.write_buffer_stall_ns;
   j["unmapped_reads"] = n_.unmapped_reads;
   j["admission_wait_ns"] = n_.admission_wait_ns;
+  j["read_admission_wait_ns"] = n_.read_admission_wait_ns;
   j["suspends"] = n_.suspends;
+  j["suspends_refused"] = n_.suspends_refused;
   j["dropped_writes"] = f.dropped_writes;
   std::vector<std::uint64_t> busy, free_blocks;
   for (std::uint32_t die = 0; die < dies_.size(); ++die) {
@@ -469,6 +581,11 @@ std::uint64_t SsdModel::MemoryBytes() const {
   std::uint64_t bytes = sizeof(*this) + ftl_.MemoryBytes() +
                         dies_.capacity() * sizeof(DieTimeline) + channel_busy_.capacity() * 16;
   bytes += die_busy_until_.capacity() * sizeof(TimeNs) + channel_ns_.capacity() * sizeof(TimeNs);
+  bytes += plane_read_busy_.capacity() * sizeof(TimeNs);
+  for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
+    bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
+    for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);
+  }
   for (const auto& d : dies_) {
     bytes += d.programs.capacity() * sizeof(InflightProgram) + d.pe_ops.capacity() * sizeof(PeOp);
   }

@@ -2,7 +2,10 @@
 // channel has a busy-until timeline; a request reserves time on the ones it
 // touches, so conflicts, GC and write-buffer drain show up as waits. Requests
 // enter in arrival order through an internal concurrency limit; a command
-// beyond it starts when the earliest earlier command completes.
+// beyond it starts when the earliest earlier command completes. With
+// Arbitration::kRoundRobin reads and writes have separate limits (pipelines
+// of slots), and a per-queue limit keeps a queue's backlog out of the slots
+// other queues need.
 // Simplifications (stated so nobody relies on them): a read of a unit never
 // written or trimmed costs no NAND time; a partial-unit write counts as a
 // whole unit (no read-modify-write); GC moves occupy the die and its channel
@@ -44,6 +47,7 @@ class SsdModel final : public Device, private FtlListener {
     std::uint32_t block, first_slot, end_slot;
     TimeNs done;
   };
+  // Times as booked minus the die's pe_shift then (see DieTimeline).
   struct PeOp {
     TimeNs start, end;
   };
@@ -52,17 +56,36 @@ class SsdModel final : public Device, private FtlListener {
     std::uint64_t busy_ns = 0;
     // Program/erase operations booked on the die, in time order: a read waits
     // for the one in progress (or suspends it) and overtakes those not started.
+    // An operation's times are its stored times + pe_shift: reads that delay
+    // booked work add to pe_shift (only with track_pe_shifts_).
     Ring<PeOp> pe_ops;
-    Ring<InflightProgram> programs;  // host programs not yet durable
+    TimeNs pe_shift = 0;
+    std::uint32_t front_suspends = 0;  // suspends of pe_ops.front()
+    Ring<InflightProgram> programs;    // host programs not yet durable
+  };
+  using MinHeap = std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>>;
+  // Arbitration::kRoundRobin: one of the read and write pipelines.
+  struct Pipeline {
+    std::vector<TimeNs> slot_free;  // per slot, when its last command ends; sorted
+    std::vector<MinHeap> queues;    // per queue id % kSsdArbitratedQueues: ends
+  };
+  // Where an admitted command's end is recorded (Submit, once known).
+  struct Admission {
+    TimeNs start;
+    MinHeap* pool;       // kFifo: inflight_
+    Pipeline* pipeline;  // kRoundRobin
+    MinHeap* queue;      // kRoundRobin with a per-queue limit, else null
   };
 
-  TimeNs Admit(TimeNs now);
+  Admission Admit(const Request& r, TimeNs now);
+  Admission AdmitRoundRobin(const Request& r, TimeNs now);
   TimeNs Read(const Request& r, TimeNs t0);
   TimeNs Write(const Request& r, TimeNs t0);
   TimeNs Flush(TimeNs t0);
   TimeNs Trim(const Request& r, TimeNs t0);
   void BackgroundGc(TimeNs now);
-  TimeNs ReadPage(std::uint32_t die, TimeNs t, std::uint32_t units);  // units of one page
+  // Reads `units` of global page `page` on `die`, arriving at `t`.
+  TimeNs ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units);
   bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
   TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
     if (c_.host_link_mb_s == 0) return t;
@@ -108,7 +131,12 @@ class SsdModel final : public Device, private FtlListener {
   std::vector<TimeNs> channel_busy_;       // program and GC transfers
   std::vector<TimeNs> read_channel_busy_;  // host read transfers (prioritized)
   TimeNs link_in_busy_ = 0, link_out_busy_ = 0;
-  std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>> inflight_;
+  MinHeap inflight_;           // kFifo: ends of admitted commands
+  Pipeline read_pipeline_;     // kRoundRobin: reads
+  Pipeline write_pipeline_;    // kRoundRobin: writes, flushes, trims
+  // independent_plane_reads: per die x plane, end of its last read; else empty.
+  std::vector<TimeNs> plane_read_busy_;
+  bool track_pe_shifts_;  // see SsdConfig::independent_plane_reads
   using Release = std::pair<TimeNs, std::uint32_t>;  // (done, host units)
   std::priority_queue<Release, std::vector<Release>, std::greater<>> buffer_releases_;
   std::uint64_t buffer_capacity_units_;
@@ -124,7 +152,8 @@ class SsdModel final : public Device, private FtlListener {
     std::uint64_t host_bytes_read = 0, host_bytes_written = 0;
     std::uint64_t nand_pages_read = 0, write_buffer_hits = 0, unmapped_reads = 0;
     std::uint64_t write_buffer_stall_ns = 0, admission_wait_ns = 0;
-    std::uint64_t gc_background_runs = 0, suspends = 0;
+    std::uint64_t gc_background_runs = 0, suspends = 0, suspends_refused = 0;
+    std::uint64_t read_admission_wait_ns = 0;
     std::uint64_t gc_pages_read = 0;
   } n_;
 };

@@ -29,7 +29,7 @@ struct Request {
   Op op = Op::kRead;
   std::uint64_t offset_bytes = 0;  // multiple of logical_block_bytes()
   std::uint64_t length_bytes = 0;  // multiple of logical_block_bytes(); 0 for flush
-  std::uint32_t queue_id = 0;      // NVMe SQ id / AHCI port; counted, not arbitrated
+  std::uint32_t queue_id = 0;      // NVMe SQ id / AHCI port; SsdConfig::arbitration
   // Caller's identity for the request, echoed to Poll(). Must be unique among
   // the caller's requests whose completion was not final (a pointer works).
   std::uint64_t tag = 0;

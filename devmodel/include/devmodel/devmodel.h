@@ -55,7 +55,7 @@ enum {
 
 typedef struct devmodel_request {
   uint32_t op;           /* DEVMODEL_OP_* */
-  uint32_t queue_id;     /* NVMe SQ id or AHCI port; informational */
+  uint32_t queue_id;     /* NVMe SQ id or AHCI port; SSD arbitration */
   uint64_t offset_bytes; /* multiple of the logical block size */
   uint64_t length_bytes; /* multiple of the logical block size; 0 for flush */
   /* Unique among this handle's requests whose completion is not yet final;

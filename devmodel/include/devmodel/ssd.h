@@ -1,6 +1,9 @@
 // NAND SSD timing model: channels x dies x planes geometry, a busy-until
 // timeline per die and per channel, a DRAM write buffer, and a page-level FTL
-// with greedy garbage collection, TRIM and optional program/erase suspend.
+// with greedy garbage collection, TRIM and optional program/erase suspend;
+// optionally (each off by default) separate read and write pipelines with
+// round-robin arbitration over submission queues, a bounded number of
+// suspends per program/erase with a resume cost, and independent plane reads.
 // Why: queueing inside the drive (die conflicts, GC stalls, buffer drain) is
 // what shapes the read tails that block-layer schedulers react to.
 // Thread-safety: see Device (not thread-safe; callers serialize).
@@ -35,6 +38,26 @@ enum class Precondition : std::uint8_t {
   kSteadySimulated = 3,
 };
 
+// How commands enter the drive's internal pipeline.
+enum class Arbitration : std::uint8_t {
+  // One admission FIFO for every command, max_inflight_commands deep: a read
+  // behind a queue of writes waits for their slots (and, through them, for
+  // write-buffer space).
+  kFifo = 0,
+  // NVMe round robin arbitration over submission queues (NVMe base spec,
+  // "Round Robin Arbitration") in front of separate read and write pipelines:
+  // reads (max_inflight_reads slots) never wait for a write's slot or for
+  // write-buffer space; writes, flushes and trims share max_inflight_writes.
+  // In each pipeline a submission queue holds at most max_inflight_per_queue
+  // slots, so a queue with a backlog leaves slots free for the next command
+  // of another queue (the slot-level effect of taking one command per queue
+  // in turn; deadlines already given are never revised). Queue ids equal
+  // modulo kSsdArbitratedQueues share one per-queue limit.
+  kRoundRobin = 1,
+};
+
+inline constexpr std::uint32_t kSsdArbitratedQueues = 1024;
+
 // Defaults describe a small generic TLC drive; profiles set every figure.
 struct SsdConfig {
   // --- geometry ---
@@ -57,7 +80,16 @@ struct SsdConfig {
   std::uint32_t channel_mb_s = 800;             // NAND bus, per channel
   std::uint32_t host_link_mb_s = 3500;          // PCIe, per direction; 0 = not modelled
   std::uint64_t controller_overhead_ns = 5000;  // per command, before media work
-  std::uint32_t max_inflight_commands = 128;    // internal concurrency limit
+  std::uint32_t max_inflight_commands = 128;    // internal concurrency limit (kFifo)
+
+  // --- arbitration (see Arbitration) ---
+  Arbitration arbitration = Arbitration::kFifo;
+  // kRoundRobin only (must be 0 with kFifo). Commands; 0 = max_inflight_commands.
+  std::uint32_t max_inflight_reads = 0;
+  std::uint32_t max_inflight_writes = 0;  // writes, flushes and trims
+  // kRoundRobin only. Commands per submission queue in each pipeline; 0 = no
+  // per-queue limit.
+  std::uint32_t max_inflight_per_queue = 0;
 
   // --- write buffer ---
   // Host writes complete once in the buffer; 0 = write-through (a write
@@ -74,7 +106,30 @@ struct SsdConfig {
 
   // --- suspend: reads preempt programs/erases on their die ---
   bool suspend_enabled = false;
-  std::uint64_t suspend_latency_ns = 20000;  // suspend + resume cost per read
+  // A read that meets a program or erase in progress waits this long before
+  // sensing, and the operation ends later by this plus the read's die time
+  // plus resume_latency_ns. With resume_latency_ns = 0 this is the whole
+  // suspend + resume cost.
+  std::uint64_t suspend_latency_ns = 20000;
+  // Resuming a suspended operation after the read; the read does not wait
+  // for it, the operation (and work booked after it) does. 0 = free.
+  std::uint64_t resume_latency_ns = 0;
+  // Suspends one program/erase accepts; a read meeting it after that waits
+  // for it to finish (counted as suspends_refused). 0 = unlimited.
+  std::uint32_t max_suspends_per_op = 0;
+
+  // --- plane-level read parallelism ---
+  // false: a die senses one page at a time (all planes together). true: each
+  // plane of a die senses its own pages independently (independent
+  // multi-plane read), the planes sharing the die's channel for transfers;
+  // programs and erases still occupy every plane of the die.
+  bool independent_plane_reads = false;
+  // With resume_latency_ns, max_suspends_per_op or independent_plane_reads
+  // set, a read that delays booked program/erase work moves that work's
+  // booked times too, so a later read sees a suspended operation still
+  // running and waits for its true end. With all three at their defaults the
+  // booked times stay where they were first put (the model before these
+  // mechanisms; every deadline unchanged).
 
   Precondition precondition = Precondition::kNone;
   double precondition_overwrite_factor = 1.0;  // kSteady*: overwrites / capacity
