@@ -77,7 +77,7 @@ const std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& ReferenceD
       {"hdd-5400-laptop-1t", {0x85541cb75d2418d0ull, 0xedddc26e1c164fddull}},
       {"hdd-7200-desktop-1t", {0x3e2919017c81ce9full, 0xceca3671eb256244ull}},
       {"optane-p5800x-800g", {0x15ff2eda885fb392ull, 0xcb9c5fa91233f679ull}},
-      {"samsung-980pro-1t", {0x9814559284eecff5ull, 0x7407cb063f6b4b6bull}},  // mechanisms on
+      {"samsung-980pro-1t", {0x42023401303cc36bull, 0xa4173d3b59c28cb0ull}},  // mechanisms on
       {"samsung-970evoplus-1t", {0x760c6a8b24982f94ull, 0xb759ba13ab23d409ull}},
       {"tlc-250g-used-suspend", {0x2326fd2aeeee261aull, 0xa620dcd016da8079ull}},
       {"tlc-250g-used", {0x651534d86d1783b4ull, 0xa4fe328f848faee0ull}},

@@ -115,7 +115,11 @@ void Ftl::Write(std::uint64_t lpn) {
   // Invalidate before placing: placing may run foreground GC, which must not
   // move the old copy (its P2L slot is cleared here; Place() updates the L2P).
   const std::uint32_t old = l2p_.Get(lpn);
-  if (old != kUnmapped) Invalidate(old);
+  if (old != kUnmapped) {
+    Invalidate(old);
+  } else {
+    ++mapped_slots_;
+  }
   Place(lpn);
 }
 
@@ -126,6 +130,7 @@ void Ftl::Place(std::uint64_t lpn) {
     if (tries + 1 >= g_.dies) {
       ++counters_.dropped_writes;  // unreachable with validated geometry
       if (!counts_only_) l2p_.Set(lpn, kUnmapped);
+      --mapped_slots_;
       return;
     }
     frontier_die_ = (frontier_die_ + 1) % g_.dies;
@@ -224,6 +229,7 @@ void Ftl::BuildSteadyState(std::uint64_t overwrites, Rng& rng) {
     Place(0);
   }
   counts_only_ = false;
+  mapped_slots_ = g_.exported_slots;
   AssignUnits(rng);
 }
 
@@ -337,6 +343,7 @@ void Ftl::Trim(std::uint64_t lpn) {
   if (old == kUnmapped) return;
   Invalidate(old);
   l2p_.Set(lpn, kUnmapped);
+  --mapped_slots_;
   ++counters_.trimmed_slots;
 }
 

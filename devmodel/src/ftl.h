@@ -133,6 +133,8 @@ class Ftl {
   std::uint32_t PageOfPpn(std::uint32_t ppn) const { return per_page_.Div(ppn); }
 
   const FtlCounters& counters() const { return counters_; }
+  // Logical units currently mapped (written and not trimmed since).
+  std::uint64_t mapped_slots() const { return mapped_slots_; }
   std::uint64_t MemoryBytes() const;
 
   // Checks every invariant linking L2P, P2L and block metadata (every mapped
@@ -206,6 +208,7 @@ class Ftl {
   std::uint32_t frontier_die_ = 0;  // die receiving host writes
   std::uint32_t pending_host_ = 0;  // host units in the open program unit
   bool counts_only_ = false;        // BuildSteadyState: no L2P/P2L updates
+  std::uint64_t mapped_slots_ = 0;  // see mapped_slots()
   FtlCounters counters_;
 };
 

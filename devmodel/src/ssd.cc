@@ -70,6 +70,37 @@ bool SsdGeometry(const SsdConfig& c, internal::FtlGeometry* out, std::string* er
   if (c.suspend_latency_ns > 100000000) return fail(Range("ssd.suspend_latency_us", 0, 100000));
   if (c.resume_latency_ns > 100000000) return fail(Range("ssd.resume_latency_us", 0, 100000));
   if (c.max_suspends_per_op > 65535) return fail(Range("ssd.max_suspends_per_op", 0, 65535));
+  if (c.slc_static_bytes > 0 || c.slc_dynamic_max_bytes > 0) {
+    if (c.slc_program_ns == 0 || c.slc_program_ns > 100000000) {
+      return fail(
+          "ssd.slc_program_us must be in (0, 100000] with an SLC cache (ssd.slc_static_bytes or "
+          "ssd.slc_dynamic_max_bytes > 0)");
+    }
+  } else if (c.slc_program_ns > 100000000) {
+    return fail(Range("ssd.slc_program_us", 0, 100000));
+  }
+  if (c.slc_dynamic_free_ratio < 1 || c.slc_dynamic_free_ratio > 64) {
+    return fail(Range("ssd.slc_dynamic_free_ratio", 1, 64));
+  }
+  if (c.slc_fold_idle_ns > 1000000000000ull) {
+    return fail(Range("ssd.slc_fold_idle_ms", 0, 1000000));
+  }
+  for (const auto& [key, value] : {std::pair{"ssd.page_read_lower_us", c.page_read_lower_ns},
+                                   {"ssd.page_read_middle_us", c.page_read_middle_ns},
+                                   {"ssd.page_read_upper_us", c.page_read_upper_ns},
+                                   {"ssd.page_program_lower_us", c.page_program_lower_ns},
+                                   {"ssd.page_program_middle_us", c.page_program_middle_ns},
+                                   {"ssd.page_program_upper_us", c.page_program_upper_ns},
+                                   {"ssd.read_retry_us", c.read_retry_ns}}) {
+    if (value > 100000000) return fail(Range(key, 0, 100000));
+  }
+  if (!(c.read_retry_probability >= 0 && c.read_retry_probability <= 1)) {
+    return fail("ssd.read_retry_probability must be in [0, 1]");
+  }
+  if (c.read_retry_max_rounds > 64) return fail(Range("ssd.read_retry_max_rounds", 0, 64));
+  if (c.read_retry_probability > 0 && c.read_retry_max_rounds == 0) {
+    return fail(Range("ssd.read_retry_max_rounds", 1, 64) + " when ssd.read_retry_probability > 0");
+  }
   if (c.gc_foreground_free_blocks < 2) {
     return fail(Range("ssd.gc_foreground_free_blocks", 2, 100000));
   }
@@ -134,6 +165,10 @@ bool SsdGeometry(const SsdConfig& c, internal::FtlGeometry* out, std::string* er
                 " bytes; over-provisioning must leave ssd.gc_foreground_free_blocks + 3 blocks "
                 "per die)");
   }
+  if (c.slc_static_bytes > capacity) {
+    return fail("ssd.slc_static_bytes (" + std::to_string(c.slc_static_bytes) +
+                ") must be <= the exported capacity (" + std::to_string(capacity) + " bytes)");
+  }
   if (!(c.precondition_overwrite_factor >= 0 && c.precondition_overwrite_factor <= 16)) {
     return fail("ssd.precondition_overwrite_factor must be in [0, 16]");
   }
@@ -171,8 +206,24 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
       channel_busy_(config.channels, 0),
       read_channel_busy_(config.channels, 0),
       track_pe_shifts_(config.resume_latency_ns != 0 || config.max_suspends_per_op != 0 ||
-                       config.independent_plane_reads),
+                       config.independent_plane_reads || config.gc_yield),
+      page_types_(config.page_read_lower_ns != 0 || config.page_read_middle_ns != 0 ||
+                  config.page_read_upper_ns != 0 || config.page_program_lower_ns != 0 ||
+                  config.page_program_middle_ns != 0 || config.page_program_upper_ns != 0),
+      page_read_ns_{config.page_read_lower_ns, config.page_read_middle_ns,
+                    config.page_read_upper_ns},
+      page_program_ns_{config.page_program_lower_ns, config.page_program_middle_ns,
+                       config.page_program_upper_ns},
+      pages_per_block_all_planes_(geometry.slots_per_block / geometry.slots_per_page),
+      retry_rng_(seed ^ 0x7265747279ull),  // "retry": a stream apart from preconditioning's
+      slc_enabled_(config.slc_static_bytes != 0 || config.slc_dynamic_max_bytes != 0),
+      program_bytes_(std::uint64_t{geometry.slots_per_program} * config.mapping_unit_bytes),
       buffer_capacity_units_(config.write_buffer_bytes / config.mapping_unit_bytes) {
+  for (int type = 0; type < 3; ++type) {
+    if (page_read_ns_[type] == 0) page_read_ns_[type] = c_.page_read_ns;
+    if (page_program_ns_[type] == 0) page_program_ns_[type] = c_.page_program_ns;
+  }
+  if (slc_enabled_) slc_programs_on_die_.assign(geometry.dies, 0);
   if (c_.arbitration == Arbitration::kRoundRobin) {
     read_pipeline_.slot_free.assign(
         c_.max_inflight_reads != 0 ? c_.max_inflight_reads : c_.max_inflight_commands, 0);
@@ -273,7 +324,9 @@ SsdModel::Admission SsdModel::AdmitRoundRobin(const Request& r, TimeNs now) {
 }
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
+  submit_now_ = now;
   if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
+  if (slc_programs_ != 0 && now >= last_completion_ + c_.slc_fold_idle_ns) FoldSlc(now);
   const Admission admission = Admit(r, now);
   const TimeNs t0 = admission.start + c_.controller_overhead_ns;
   TimeNs done = t0;
@@ -347,7 +400,12 @@ TimeNs SsdModel::ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::
       start = std::max(start, d.pe_ops.front().end + d.pe_shift);
     }
   }
-  const TimeNs sensed = start + c_.page_read_ns;
+  TimeNs sense_ns = c_.page_read_ns;
+  if (page_types_) {
+    sense_ns = page_read_ns_[page % pages_per_block_all_planes_ / c_.planes_per_die % 3];
+  }
+  if (c_.read_retry_probability > 0) sense_ns += ReadRetryRounds() * c_.read_retry_ns;
+  const TimeNs sensed = start + sense_ns;
   const TimeNs xfer_start = std::max(sensed, channel);
   channel = xfer_start + ChannelNs(units);
   const TimeNs end = channel;
@@ -476,17 +534,48 @@ void SsdModel::BackgroundGc(TimeNs now) {
   gc_background_due_ = any_below;
 }
 
+std::uint32_t SsdModel::ReadRetryRounds() {
+  std::uint32_t rounds = 0;
+  while (rounds < c_.read_retry_max_rounds && retry_rng_.Uniform() < c_.read_retry_probability) {
+    ++rounds;
+  }
+  if (rounds != 0) {
+    ++n_.reads_retried;
+    n_.read_retry_rounds += rounds;
+  }
+  return rounds;
+}
+
+std::uint64_t SsdModel::SlcCapacityBytes() const {
+  const std::uint64_t free_bytes =
+      (ftl_.geometry().exported_slots - ftl_.mapped_slots()) * std::uint64_t{unit_bytes_};
+  return c_.slc_static_bytes +
+         std::min(c_.slc_dynamic_max_bytes, free_bytes / c_.slc_dynamic_free_ratio);
+}
+
 void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32_t first_slot,
                              std::uint32_t slots, std::uint32_t host_slots) {
   DieTimeline& d = dies_[die];
   TimeNs& busy_until = die_busy_until_[die];
   TimeNs& channel = channel_busy_[ChannelOf(die)];
   const TimeNs xfer = ChannelNs(slots);
+  TimeNs program_ns =
+      page_types_ ? page_program_ns_[PageTypeOfSlot(first_slot)] : c_.page_program_ns;
+  if (slc_enabled_) {
+    if ((slc_programs_ + 1) * program_bytes_ <= SlcCapacityBytes()) {
+      program_ns = c_.slc_program_ns;
+      ++slc_programs_;
+      ++slc_programs_on_die_[die];
+      n_.slc_bytes_written += program_bytes_;
+    } else {
+      n_.slc_bypass_bytes += program_bytes_;
+    }
+  }
   const TimeNs start = std::max({dispatch_time_, channel, busy_until});
   channel = start + xfer;
-  busy_until = start + xfer + c_.page_program_ns;
+  busy_until = start + xfer + program_ns;
   d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
-  d.busy_ns += xfer + c_.page_program_ns;
+  d.busy_ns += xfer + program_ns;
   const TimeNs done = busy_until;
   while (!d.programs.empty() && d.programs.front().done <= dispatch_time_) d.programs.pop_front();
   d.programs.push_back({block, first_slot, first_slot + slots, done});
@@ -496,29 +585,67 @@ void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32
   if (ftl_.free_blocks(die) < c_.gc_background_free_blocks) gc_background_due_ = true;
 }
 
-void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
+void SsdModel::BookDieWork(std::uint32_t die, TimeNs start, TimeNs work) {
   DieTimeline& d = dies_[die];
-  TimeNs& busy_until = die_busy_until_[die];
+  die_busy_until_[die] = start + work;
+  d.pe_ops.push_back({start - d.pe_shift, start + work - d.pe_shift});
+  d.busy_ns += work;
+}
+
+void SsdModel::PrunePeOps(std::uint32_t die) {
+  DieTimeline& d = dies_[die];
+  while (!d.pe_ops.empty() && d.pe_ops.front().end + d.pe_shift <= submit_now_) {
+    d.pe_ops.pop_front();
+    d.front_suspends = 0;
+  }
+}
+
+void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
   TimeNs& channel = channel_busy_[ChannelOf(die)];
   const auto& g = ftl_.geometry();
   const TimeNs page_xfer = ChannelNs(g.slots_per_page);
   const TimeNs prog_xfer = ChannelNs(g.slots_per_program);
-  const TimeNs work = pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns;
-  const TimeNs start = std::max(dispatch_time_, busy_until);
-  busy_until = start + work;
-  d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
-  d.busy_ns += work;
+  const TimeNs start = std::max(dispatch_time_, die_busy_until_[die]);
+  if (c_.gc_yield) {  // one operation per page move, then the program
+    PrunePeOps(die);
+    TimeNs t = start;
+    for (std::uint32_t i = 0; i < pages_read; ++i, t += c_.page_read_ns + page_xfer) {
+      BookDieWork(die, t, c_.page_read_ns + page_xfer);
+    }
+    BookDieWork(die, t, prog_xfer + c_.page_program_ns);
+  } else {
+    BookDieWork(die, start,
+                pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns);
+  }
   channel = std::max(channel, start) + pages_read * page_xfer + prog_xfer;
   n_.gc_pages_read += pages_read;
 }
 
 void SsdModel::OnErase(std::uint32_t die) {
-  DieTimeline& d = dies_[die];
-  TimeNs& busy_until = die_busy_until_[die];
-  const TimeNs start = std::max(dispatch_time_, busy_until);
-  busy_until = start + c_.block_erase_ns;
-  d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
-  d.busy_ns += c_.block_erase_ns;
+  BookDieWork(die, std::max(dispatch_time_, die_busy_until_[die]), c_.block_erase_ns);
+}
+
+void SsdModel::FoldSlc(TimeNs now) {
+  // Like BackgroundGc: only from the idle point on. REQUIRES (checked by
+  // Submit): SLC data to fold and slc_fold_idle_ns of idle time passed.
+  const TimeNs idle_from = last_completion_ + c_.slc_fold_idle_ns;
+  const TimeNs xfer = ChannelNs(ftl_.geometry().slots_per_program);
+  const TimeNs step = c_.page_read_ns + 2 * xfer + c_.page_program_ns;
+  for (std::uint32_t die = 0; die < dies_.size(); ++die) {
+    if (slc_programs_on_die_[die] == 0) continue;
+    PrunePeOps(die);
+    TimeNs& channel = channel_busy_[ChannelOf(die)];
+    while (slc_programs_on_die_[die] != 0) {
+      const TimeNs t = std::max(idle_from, die_busy_until_[die]);
+      if (t >= now) break;
+      BookDieWork(die, t, step);
+      // Out to the controller after the SLC read, back before the program.
+      channel = std::max(channel, t + c_.page_read_ns) + 2 * xfer;
+      --slc_programs_on_die_[die];
+      --slc_programs_;
+      n_.slc_bytes_folded += program_bytes_;
+    }
+  }
 }
 
 std::uint32_t SsdModel::NextHostDie(std::uint32_t previous, std::uint32_t dies) {
@@ -566,6 +693,13 @@ std::string SsdModel::CountersJson() const {
   j["suspends"] = n_.suspends;
   j["suspends_refused"] = n_.suspends_refused;
   j["dropped_writes"] = f.dropped_writes;
+  j["slc_bytes_in_use"] = slc_programs_ * program_bytes_;
+  j["slc_capacity_bytes"] = slc_enabled_ ? SlcCapacityBytes() : 0;
+  j["slc_bytes_written"] = n_.slc_bytes_written;
+  j["slc_bytes_folded"] = n_.slc_bytes_folded;
+  j["slc_bypass_bytes"] = n_.slc_bypass_bytes;
+  j["reads_retried"] = n_.reads_retried;
+  j["read_retry_rounds"] = n_.read_retry_rounds;
   std::vector<std::uint64_t> busy, free_blocks;
   for (std::uint32_t die = 0; die < dies_.size(); ++die) {
     busy.push_back(dies_[die].busy_ns);
@@ -582,6 +716,7 @@ std::uint64_t SsdModel::MemoryBytes() const {
                         dies_.capacity() * sizeof(DieTimeline) + channel_busy_.capacity() * 16;
   bytes += die_busy_until_.capacity() * sizeof(TimeNs) + channel_ns_.capacity() * sizeof(TimeNs);
   bytes += plane_read_busy_.capacity() * sizeof(TimeNs);
+  bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);
   for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
     bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
     for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);

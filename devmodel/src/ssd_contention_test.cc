@@ -1,6 +1,8 @@
 // The SSD under contention, with the mechanisms SsdConfig turns on: separate
 // read and write pipelines (round robin arbitration), a per-queue limit,
-// bounded program/erase suspend with a resume cost, independent plane reads.
+// bounded program/erase suspend with a resume cost, independent plane reads,
+// TLC page types, read retry, GC that yields between page moves (the SLC
+// cache: ssd_slc_test.cc).
 // Every expected time is derived from the configuration.
 #include <gtest/gtest.h>
 
@@ -287,6 +289,139 @@ TEST(SsdContentionTest, ProfileKeysReachTheModel) {
   EXPECT_NE(ref.find("ssd.arbitration: one of \"fifo\" \"round_robin\""), std::string::npos);
   EXPECT_NE(ref.find("ssd.max_suspends_per_op: an integer in [0, 65535] count (0 = unlimited)"),
             std::string::npos);
+}
+
+// One die on one channel, write-through, no host link: program units follow
+// each other on one timeline and a read's time is the die's.
+SsdConfig OneDieConfig() {
+  SsdConfig c = SmallConfig();
+  c.channels = 1;
+  c.dies_per_channel = 1;
+  c.write_buffer_bytes = 0;
+  c.host_link_mb_s = 0;
+  return c;
+}
+
+TEST(SsdContentionTest, PageTypeSetsReadAndProgramTimes) {
+  SsdConfig c = OneDieConfig();
+  c.page_read_lower_ns = 40000;
+  c.page_read_middle_ns = 0;  // page_read_ns
+  c.page_read_upper_ns = 70000;
+  c.page_program_lower_ns = 300000;
+  c.page_program_middle_ns = 600000;
+  c.page_program_upper_ns = 0;  // page_program_ns
+  auto ssd = Make(c);
+  const TimeNs reads[3] = {c.page_read_lower_ns, c.page_read_ns, c.page_read_upper_ns};
+  const TimeNs programs[3] = {c.page_program_lower_ns, c.page_program_middle_ns, c.page_program_ns};
+  // Program units 0, 1, 2 of the first block: lower, middle, upper pages.
+  const TimeNs xfer = Xfer(kProgramUnitBytes, c.channel_mb_s);
+  TimeNs expected = kSecond + c.controller_overhead_ns;
+  for (int unit = 0; unit < 3; ++unit) {
+    expected += xfer + programs[unit];
+    EXPECT_EQ(ssd->Submit(Rq(Op::kWrite, unit * kProgramUnitBytes, kProgramUnitBytes), kSecond)
+                  .deadline_ns,
+              expected);
+  }
+  for (int unit = 0; unit < 3; ++unit) {
+    const TimeNs now = 2 * kSecond + unit * kSecond / 1000;
+    EXPECT_EQ(ssd->Submit(Rq(Op::kRead, unit * kProgramUnitBytes, 4096), now).deadline_ns - now,
+              c.controller_overhead_ns + reads[unit] + Xfer(4096, c.channel_mb_s))
+        << "unit " << unit;
+  }
+}
+
+TEST(SsdContentionTest, ReadRetryAddsSeededSensingRounds) {
+  SsdConfig c = OneDieConfig();
+  c.read_retry_probability = 1;
+  c.read_retry_ns = 30000;
+  c.read_retry_max_rounds = 3;
+  auto always = Make(c);
+  always->Submit(Rq(Op::kWrite, 0, kProgramUnitBytes), 0);
+  const TimeNs base = c.controller_overhead_ns + c.page_read_ns + Xfer(4096, c.channel_mb_s);
+  for (int i = 0; i < 10; ++i) {
+    const TimeNs now = kSecond + i * kSecond / 1000;
+    EXPECT_EQ(always->Submit(Rq(Op::kRead, 0, 4096), now).deadline_ns - now,
+              base + c.read_retry_max_rounds * c.read_retry_ns);
+  }
+  EXPECT_EQ(Counters(*always)["reads_retried"], 10);
+  EXPECT_EQ(Counters(*always)["read_retry_rounds"], 10 * c.read_retry_max_rounds);
+  // Probability p per round: about p of the reads retry, each by whole rounds.
+  c.read_retry_probability = 0.25;
+  c.read_retry_max_rounds = 4;
+  auto sometimes = Make(c);
+  sometimes->Submit(Rq(Op::kWrite, 0, kProgramUnitBytes), 0);
+  constexpr int kReads = 4000;
+  int retried = 0;
+  for (int i = 0; i < kReads; ++i) {
+    const TimeNs now = kSecond + i * kSecond / 1000;
+    const TimeNs extra = sometimes->Submit(Rq(Op::kRead, 0, 4096), now).deadline_ns - now - base;
+    EXPECT_EQ(extra % c.read_retry_ns, 0u);
+    EXPECT_LE(extra / c.read_retry_ns, c.read_retry_max_rounds);
+    retried += extra != 0;
+  }
+  EXPECT_NEAR(retried / double{kReads}, c.read_retry_probability, 0.03);
+}
+
+// A read 1 us after the idle point of a drive whose background GC moves one
+// unit (then erases its victim). Tiny geometry: one die, one plane, 4 pages
+// of one mapping unit per block; the victim is block 0 with one valid unit.
+TimeNs ReadLatencyDuringGc(bool gc_yield, SsdConfig* config) {
+  SsdConfig& c = *config;
+  c = OneDieConfig();
+  c.planes_per_die = 1;
+  c.pages_per_block = 4;
+  c.mapping_unit_bytes = 16384;
+  c.blocks_per_plane = 12;
+  c.capacity_bytes = 8 * 16384;      // two blocks of data
+  c.gc_background_free_blocks = 11;  // below it as soon as block 1 opens
+  c.gc_yield = gc_yield;
+  auto ssd = Make(c);
+  for (int unit = 0; unit < 8; ++unit) ssd->Submit(Rq(Op::kWrite, unit * 16384ull, 16384), 0);
+  // Trim three units of block 0: it becomes the victim, with one unit to move.
+  const TimeNs trimmed = ssd->Submit(Rq(Op::kTrim, 0, 3 * 16384), kSecond).deadline_ns;
+  const TimeNs idle_from = trimmed + c.gc_idle_delay_ns;
+  const TimeNs now = idle_from + 1000;
+  const TimeNs done = ssd->Submit(Rq(Op::kRead, 4 * 16384, 4096), now).deadline_ns;
+  const auto j = Counters(*ssd);
+  EXPECT_EQ(j["gc_units_moved"], 1);
+  EXPECT_EQ(j["erases"], 1);
+  return done - idle_from;
+}
+
+TEST(SsdContentionTest, GcYieldLetsAReadInAfterOnePageMove) {
+  SsdConfig c;
+  const TimeNs batched = ReadLatencyDuringGc(false, &c);
+  const TimeNs page_move = c.page_read_ns + Xfer(16384, c.channel_mb_s);
+  const TimeNs program = Xfer(16384, c.channel_mb_s) + c.page_program_ns;
+  const TimeNs read = c.page_read_ns + Xfer(16384, c.channel_mb_s);  // one whole mapping unit
+  // Booked as one operation, the read waits for the move and the program.
+  EXPECT_EQ(batched, page_move + program + read);
+  // Yielding, it waits for the page move in progress only.
+  EXPECT_EQ(ReadLatencyDuringGc(true, &c), page_move + read);
+}
+
+TEST(SsdContentionTest, RejectsPageTypeAndRetryKeysOutOfRange) {
+  std::string error;
+  SsdConfig c = SmallConfig();
+  c.read_retry_probability = 0.1;  // rounds left at 0
+  EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
+  EXPECT_EQ(error,
+            "ssd.read_retry_max_rounds must be in [1, 64] when ssd.read_retry_probability > 0");
+  c.read_retry_probability = 1.5;
+  EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
+  EXPECT_EQ(error, "ssd.read_retry_probability must be in [0, 1]");
+  c = SmallConfig();
+  c.page_read_upper_ns = 200000000;
+  EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
+  EXPECT_EQ(error, "ssd.page_read_upper_us must be in [0, 100000]");
+  const std::string ok =
+      "[device]\nmodel = \"ssd\"\n[ssd]\nchannels = 4\ndies_per_channel = 2\n"
+      "blocks_per_plane = 64\npages_per_block = 64\npage_read_lower_us = 40\n"
+      "page_read_middle_us = 50\npage_read_upper_us = 70\npage_program_lower_us = 300\n"
+      "page_program_middle_us = 500\npage_program_upper_us = 900\n"
+      "read_retry_probability = 0.01\nread_retry_us = 40\nread_retry_max_rounds = 4\n"
+      "gc_yield = true\n";
+  EXPECT_NE(LoadProfileFromString(ok, "ok.toml", 1, &error), nullptr) << error;
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 // beyond it starts when the earliest earlier command completes. With
 // Arbitration::kRoundRobin reads and writes have separate limits (pipelines
 // of slots), and a per-queue limit keeps a queue's backlog out of the slots
-// other queues need.
+// other queues need. Optional SLC cache: host program units take the SLC
+// program time while it has room and are folded into TLC on the dies when
+// the drive is idle (see SsdConfig); TLC page types and read retry set a
+// page read's sensing time; gc_yield books GC page moves one by one.
 // Simplifications (stated so nobody relies on them): a read of a unit never
 // written or trimmed costs no NAND time; a partial-unit write counts as a
 // whole unit (no read-modify-write); GC moves occupy the die and its channel
@@ -23,6 +26,7 @@
 #include "devmodel/ssd.h"
 #include "ftl.h"
 #include "ring.h"
+#include "rng.h"
 
 namespace devmodel::internal {
 
@@ -84,6 +88,24 @@ class SsdModel final : public Device, private FtlListener {
   TimeNs Flush(TimeNs t0);
   TimeNs Trim(const Request& r, TimeNs t0);
   void BackgroundGc(TimeNs now);
+  // Folds SLC program units into TLC on each die from the idle point on;
+  // steps that would start at or after `now` wait for the next idle time.
+  void FoldSlc(TimeNs now);
+  // Puts `work` ns of program/erase-class work on `die` from `start` (the
+  // die's timeline and its pe_ops).
+  void BookDieWork(std::uint32_t die, TimeNs start, TimeNs work);
+  // Drops pe_ops of `die` that ended by the last submit time: ReadPage would
+  // drop them too (reads arrive later), so only memory changes.
+  void PrunePeOps(std::uint32_t die);
+  // SLC room for one more program unit, given what the host has mapped.
+  std::uint64_t SlcCapacityBytes() const;
+  // Page type (0 lower, 1 middle, 2 upper) of the program unit holding slot
+  // `slot_in_block` of its block: the unit's index in the block, modulo 3.
+  std::uint32_t PageTypeOfSlot(std::uint32_t slot_in_block) const {
+    return slot_in_block / ftl_.geometry().slots_per_program % 3;
+  }
+  // Sensing rounds a read retry adds (0 unless read_retry_probability > 0).
+  std::uint32_t ReadRetryRounds();
   // Reads `units` of global page `page` on `die`, arriving at `t`.
   TimeNs ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units);
   bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
@@ -137,6 +159,20 @@ class SsdModel final : public Device, private FtlListener {
   // independent_plane_reads: per die x plane, end of its last read; else empty.
   std::vector<TimeNs> plane_read_busy_;
   bool track_pe_shifts_;  // see SsdConfig::independent_plane_reads
+  // TLC page types: per type (lower, middle, upper) host read and program
+  // times; page_types_ false = every page takes page_read_ns/page_program_ns.
+  bool page_types_;
+  TimeNs page_read_ns_[3], page_program_ns_[3];
+  std::uint32_t pages_per_block_all_planes_;  // global pages in one block
+  Rng retry_rng_;                             // read retry draws only
+  // SLC cache (slc_enabled_ false: none): program units in SLC, per die and
+  // in total, not yet folded.
+  bool slc_enabled_;
+  std::uint64_t program_bytes_;  // one program unit (all planes)
+  std::vector<std::uint32_t> slc_programs_on_die_;
+  std::uint64_t slc_programs_ = 0;
+  TimeNs submit_now_ = 0;  // `now` of the latest Submit
+
   using Release = std::pair<TimeNs, std::uint32_t>;  // (done, host units)
   std::priority_queue<Release, std::vector<Release>, std::greater<>> buffer_releases_;
   std::uint64_t buffer_capacity_units_;
@@ -155,6 +191,8 @@ class SsdModel final : public Device, private FtlListener {
     std::uint64_t gc_background_runs = 0, suspends = 0, suspends_refused = 0;
     std::uint64_t read_admission_wait_ns = 0;
     std::uint64_t gc_pages_read = 0;
+    std::uint64_t slc_bytes_written = 0, slc_bytes_folded = 0, slc_bypass_bytes = 0;
+    std::uint64_t read_retry_rounds = 0, reads_retried = 0;
   } n_;
 };
 

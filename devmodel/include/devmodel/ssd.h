@@ -3,7 +3,9 @@
 // with greedy garbage collection, TRIM and optional program/erase suspend;
 // optionally (each off by default) separate read and write pipelines with
 // round-robin arbitration over submission queues, a bounded number of
-// suspends per program/erase with a resume cost, and independent plane reads.
+// suspends per program/erase with a resume cost, independent plane reads, an
+// SLC write cache folded into TLC when idle, TLC page types with read-retry
+// tails, and GC that yields to reads between page moves.
 // Why: queueing inside the drive (die conflicts, GC stalls, buffer drain) is
 // what shapes the read tails that block-layer schedulers react to.
 // Thread-safety: see Device (not thread-safe; callers serialize).
@@ -124,12 +126,61 @@ struct SsdConfig {
   // multi-plane read), the planes sharing the die's channel for transfers;
   // programs and erases still occupy every plane of the die.
   bool independent_plane_reads = false;
-  // With resume_latency_ns, max_suspends_per_op or independent_plane_reads
-  // set, a read that delays booked program/erase work moves that work's
+  // With resume_latency_ns, max_suspends_per_op, independent_plane_reads or
+  // gc_yield set, a read that delays booked program/erase work moves that work's
   // booked times too, so a later read sees a suspended operation still
-  // running and waits for its true end. With all three at their defaults the
+  // running and waits for its true end. With all four at their defaults the
   // booked times stay where they were first put (the model before these
   // mechanisms; every deadline unchanged).
+
+  // --- SLC write cache (Samsung TurboWrite / Intelligent TurboWrite) ---
+  // Host program units go to SLC (slc_program_ns) while the cache has room,
+  // else straight to TLC (the page_program times). Room = slc_static_bytes +
+  // min(slc_dynamic_max_bytes, free bytes / slc_dynamic_free_ratio), where
+  // free bytes = exported capacity - bytes the host has mapped: the dynamic
+  // part borrows free TLC blocks in SLC mode (a TLC cell holds 3 bits, SLC 1,
+  // hence the default ratio 3), so it shrinks as the drive fills. Both sizes
+  // 0 (the default) = no SLC cache. Simplification: SLC is modelled in time
+  // and space, not in the mapping (a unit keeps its FTL location; reads of
+  // it take TLC read times wherever it is).
+  std::uint64_t slc_static_bytes = 0;
+  std::uint64_t slc_dynamic_max_bytes = 0;
+  std::uint32_t slc_dynamic_free_ratio = 3;  // free bytes per byte of dynamic SLC
+  std::uint64_t slc_program_ns = 0;          // one multi-plane SLC program; < TLC
+  // After this much idle time (no command, as background GC) SLC data is
+  // folded into TLC, one program unit per step on the die that holds it:
+  // page_read_ns, the unit over the channel and back, then a TLC program.
+  // Fold steps occupy the die as programs do (reads wait or suspend).
+  std::uint64_t slc_fold_idle_ns = 1000000;
+
+  // --- TLC page types ---
+  // A page's type is its index in its block (the program unit's index: all
+  // planes program the same page index) modulo 3: 0 lower, 1 middle, 2 upper.
+  // Host reads take page_read_<type>_ns, host programs page_program_<type>_ns;
+  // 0 = page_read_ns / page_program_ns (the default: one time for every
+  // page). GC and fold reads take page_read_ns.
+  std::uint64_t page_read_lower_ns = 0;
+  std::uint64_t page_read_middle_ns = 0;
+  std::uint64_t page_read_upper_ns = 0;
+  std::uint64_t page_program_lower_ns = 0;
+  std::uint64_t page_program_middle_ns = 0;
+  std::uint64_t page_program_upper_ns = 0;
+  // Read retry: after a host page read's sensing, with this probability it
+  // needs another sensing round (read_retry_ns of die time), and again with
+  // the same probability after each round, up to read_retry_max_rounds
+  // rounds (so probability 1 = always the maximum). Drawn from the model's
+  // seeded generator. 0 = never (the default).
+  double read_retry_probability = 0;
+  std::uint64_t read_retry_ns = 0;
+  std::uint32_t read_retry_max_rounds = 0;  // >= 1 when the probability > 0
+
+  // --- GC granularity ---
+  // false: a GC program unit's page reads, transfers and program are booked
+  // as one operation on the die, so a read meeting it waits for all of it
+  // (or suspends it). true: each page move (page read + its transfer) and
+  // the program are separate operations; a read waits for (or suspends) at
+  // most the one in progress, and overtakes those not started.
+  bool gc_yield = false;
 
   Precondition precondition = Precondition::kNone;
   double precondition_overwrite_factor = 1.0;  // kSteady*: overwrites / capacity
