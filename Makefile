@@ -63,14 +63,15 @@ DEB_PACKAGES := \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git debootstrap \
 	liburing-dev libaio-dev \
-	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-dev llvm \
+	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-dev llvm linux-perf \
 	python3-pytest python3-pytest-xdist python3-venv python3-numpy python3-scipy python3-jinja2 \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
 	test-host-debian13 \
-	bench-device bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate bench-pause
+	bench-device bench-io-path bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate \
+	bench-pause
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -135,6 +136,7 @@ test-unit: cmake
 	cd harness && $(PYTHON) -m pytest -q tests
 	$(PYTHON) -m pytest -q tests/bad-input
 	$(PYTHON) -m pytest -q tests/host
+	$(PYTHON) -m pytest -q tests/bench
 	$(MAKE) test-fuzz
 	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize)
 
@@ -226,6 +228,13 @@ test-short-forms: qemu images
 # only the series' build patches.
 bench-device: qemu image
 	$(PYTHON) tests/bench/device-cost.py
+
+# Host cost per guest I/O (wall, and perf stat's instructions, task-clock and
+# context switches of QEMU) on NVMe: stock QEMU against deterministic mode
+# with a zero-latency, a 100 us and the default scenario's drive, the steps
+# alternated. Builds (once, cached) the same stock QEMU as bench-device.
+bench-io-path: qemu image cmake
+	$(PYTHON) tests/bench/io-path-cost.py
 
 bench-blkgen: qemu image
 	$(PYTHON) tests/bench/blkgen-vs-fio.py

@@ -4,10 +4,10 @@
 1. Host wall time per guest I/O, 4 KiB random reads at QD32 on NVMe, in
    four steps that each change one thing (STEPS):
      a. stock QEMU: the QEMU blklab builds on (Debian's source package)
-        with only the patches its build needs (STOCK_PATCHES and the device
-        set's virtio-blk line: none of them runs in a guest's QEMU), built
-        by qemu-patches/build-qemu.sh and cached like blklab's own; no
-        icount, stock device timing;
+        with only the patches its build needs (qemu_variant.stock(): none
+        of them runs in a guest's QEMU), built by
+        qemu-patches/build-qemu.sh and cached like blklab's own; no icount,
+        stock device timing;
      b. blklab's patched QEMU, still without icount and without a model
         (realtime mode, no profile): what the patches cost by themselves;
      c. the same with the zero-latency model driving the device: what the
@@ -43,17 +43,6 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import qemu_variant  # noqa: E402
-
-# The stock build's patches: what a build with blklab's configure options and
-# targets needs (its device set, the devmodel link option, the qtest
-# programs build-qemu.sh builds, and qtest's clock_step, which only -qtest
-# uses), and nothing that runs in a guest's QEMU.
-STOCK_PATCHES = ("configs-add-a-blklab-device-set", "build-add-a-devmodel-option",
-                 "qtest-let-clock_step-0", "tests-qtest-")
-# ... and the device set's virtio-blk line, which the patch that gives
-# virtio-blk its model adds (its virtio-blk qtest is built only with it).
-DEVICE_SET = "configs/devices/x86_64-softmmu/blklab.mak"
-VIRTIO_BLK_PATCH = "0025-hw-block-virtio-blk-complete-I-O-at-the-time-blklab-.patch"
 
 SCENARIO = """
 [scenario]
@@ -134,11 +123,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="blklab-bench-") as t:
         tmp = Path(t)
-        stock = qemu_variant.build(
-            tmp, "stock", qemu_variant.series_only(STOCK_PATCHES, "device-cost"),
-            lambda m: print(m, file=sys.stderr),
-            {"stock-device-set.patch": qemu_variant.excerpt(
-                VIRTIO_BLK_PATCH, DEVICE_SET, "configs: virtio-blk in the blklab device set")})
+        stock = qemu_variant.stock(tmp, "device-cost", lambda m: print(m, file=sys.stderr))
         patched = build_dir_with((REPO / "build" / "qemu" / "bin" /
                                   "qemu-system-x86_64").resolve(), tmp)
         print("measuring", file=sys.stderr)

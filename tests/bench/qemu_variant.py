@@ -15,6 +15,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+# The stock build's patches: what a build with blklab's configure options and
+# targets needs (its device set, the devmodel link option, the qtest
+# programs build-qemu.sh builds, and qtest's clock_step, which only -qtest
+# uses), and nothing that runs in a guest's QEMU.
+STOCK_PATCHES = ("configs-add-a-blklab-device-set", "build-add-a-devmodel-option",
+                 "qtest-let-clock_step-0", "tests-qtest-")
+# ... and the device set's virtio-blk line, which the patch that gives
+# virtio-blk its model adds (its virtio-blk qtest is built only with it).
+DEVICE_SET = "configs/devices/x86_64-softmmu/blklab.mak"
+VIRTIO_BLK_PATCH = "0025-hw-block-virtio-blk-complete-I-O-at-the-time-blklab-.patch"
+
 
 def series_without(drop: tuple[str, ...], who: str) -> str:
     """The series without the patches whose names contain one of `drop`."""
@@ -77,3 +88,12 @@ def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print,
     for entry in ("images", "cmake"):
         (out / entry).symlink_to(REPO / "build" / entry)
     return out
+
+
+def stock(tmp: Path, who: str, log: Callable[[str], None] = print) -> Path:
+    """Builds (or takes from the cache) stock QEMU: blklab's base with only
+    the patches its build needs (STOCK_PATCHES and the device set's
+    virtio-blk line); returns its BLKLAB_BUILD directory, as build() does."""
+    return build(tmp, "stock", series_only(STOCK_PATCHES, who), log,
+                 {"stock-device-set.patch": excerpt(
+                     VIRTIO_BLK_PATCH, DEVICE_SET, "configs: virtio-blk in the blklab device set")})
