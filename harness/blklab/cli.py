@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from blklab import __version__, paths, scenario as scenario_mod
+from blklab import __version__, characterize_compare, paths, scenario as scenario_mod
 from blklab.errors import BlklabError
 
 # Commands import what they need when they run: validating a scenario must
@@ -127,6 +127,38 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("run", type=Path)
     cf.add_argument("customer_json", type=Path, help="fio --output-format=json output (fio 3.x)")
 
+    ch = sub.add_parser("characterize", help="run the characterization suite "
+                        "(tools/characterize/*.fio) against a device profile, or with "
+                        "--compare set a drive's results beside a run's")
+    ch.add_argument("target", nargs="?", metavar="PROFILE_OR_SCENARIO",
+                    help="a profile name (devmodel/profiles), a profile TOML, or a scenario "
+                    "whose first [[device]] with a profile is used with its [guest]")
+    ch.add_argument("--out", type=Path, help="directory for the jobs' scenarios and runs "
+                    "(nothing in it is overwritten)")
+    ch.add_argument("--job", action="append", default=[], metavar="NAME",
+                    help="run (or compare) only this job; repeatable (default: every job "
+                    "whose knobs have values; --list names them)")
+    ch.add_argument("--runtime", metavar="TIME", help="each timed job's measured time, "
+                    "fio syntax (default: tools/characterize/defaults.env)")
+    ch.add_argument("--ramp", metavar="TIME", help="time each timed job runs before it is "
+                    "measured (default: tools/characterize/defaults.env)")
+    ch.add_argument("--fill-size", metavar="SIZE", help="run the fill job over this much of "
+                    "the drive, e.g. 8g or 100%% (default: no fill)")
+    ch.add_argument("--scheduler", default="none", choices=scenario_mod.SCHEDULERS,
+                    help="the guest's I/O scheduler (default: none)")
+    ch.add_argument("--precondition", choices=scenario_mod.PRECONDITIONS,
+                    help="an SSD profile's starting state (default: full, as a drive after "
+                    "the fill; steady for steady-state writes)")
+    ch.add_argument("--list", action="store_true", help="list the suite's jobs and knobs")
+    ch.add_argument("--compare", nargs=2, type=Path, metavar=("DRIVE_DIR", "RUN_DIR"),
+                    help="print the drive's figures (tools/characterize-drive.sh --out) "
+                    "beside the run's (blklab characterize --out): IOPS, p50, p99, p99.9 "
+                    "per job and direction, with model/drive")
+    ch.add_argument("--format", choices=characterize_compare.FORMATS, default="text",
+                    help="with --compare: the table as text (default), JSON or Markdown")
+    ch.add_argument("-o", "--output", type=Path, help="with --compare: write the table to "
+                    "this new file (refused if it exists) instead of printing it")
+
     im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
                         "scenario skeleton; says what it could not map")
     im.add_argument("capture", type=Path)
@@ -230,6 +262,60 @@ def _image(args: argparse.Namespace) -> int:
     return 0
 
 
+def _characterize(args: argparse.Namespace) -> int:
+    from blklab import characterize as ch
+
+    jobs = ch.suite()
+    if args.list:
+        knobs = ch.defaults()
+        for j in jobs:
+            print(f"{j.name}: {j.description}" + (" (needs --fill-size)" if j.optional else ""))
+        print("knobs: " + ", ".join(f"{k}={v}" for k, v in knobs.items()))
+        return 0
+    if args.compare:
+        from blklab.results import write_atomic
+
+        cc = characterize_compare
+
+        if args.target or args.out:
+            raise BlklabError("characterize --compare DRIVE_DIR RUN_DIR takes no profile and "
+                              "no --out")
+        if args.output is not None and args.output.exists():
+            raise BlklabError(f"{args.output}: already exists; nothing is overwritten")
+        drive_dir, run_dir = args.compare
+        rows = cc.compare(drive_dir, run_dir, args.job)
+        text = cc.render(drive_dir, run_dir, rows, args.format)
+        for line in cc.scheduler_warnings(drive_dir, run_dir, rows):
+            print(f"warning: {line}", file=sys.stderr)
+        if args.output is not None:
+            write_atomic(args.output, text)
+            print(f"table: {args.output}")
+        else:
+            print(text, end="")
+        return 0
+    if not args.target or not args.out:
+        raise BlklabError("characterize: give a profile (or scenario) and --out DIR, "
+                          "or --compare DRIVE_DIR RUN_DIR, or --list")
+    if args.output is not None or args.format != "text":
+        raise BlklabError("characterize: --format and -o shape --compare's table")
+    knobs = {"RUNTIME": args.runtime, "RAMP": args.ramp, "FILL_SIZE": args.fill_size}
+    prepared, scenarios = ch.plan(args.target, args.out, args.job, knobs, args.scheduler,
+                                  args.precondition)
+    from blklab import runner, table
+
+    status = 0
+    for p, s in zip(prepared, scenarios):
+        print(f"== {p.job.name}: {p.job.description}")
+        _, cells = runner.run(s, runner.RunOptions(out=p.run_dir, jobs=1,
+                                                   results_root=_results_root(args)))
+        print(table.render(cells))
+        if any(c["status"] != "ok" for c in cells) or not cells:
+            status = 1
+    print(f"results: {args.out}")
+    print(f"compare: blklab characterize --compare DRIVE_DIR {args.out}")
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -275,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "image":
             return _image(args)
+        if args.command == "characterize":
+            return _characterize(args)
         if args.command == "irq-waits":
             from blklab import diverge, paths
 

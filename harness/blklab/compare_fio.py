@@ -147,7 +147,8 @@ def compare(customer_path: Path, customer: dict[str, Any],
     return rows
 
 
-def _fmt(v: float | None) -> str:
+def fmt(v: float | None) -> str:
+    """A figure with 3 significant digits (whole numbers from 100), or n/a."""
     if v is None:
         return "n/a"
     if v >= 100:
@@ -155,7 +156,8 @@ def _fmt(v: float | None) -> str:
     return f"{v:.3g}" if v < 10 else f"{v:.1f}"
 
 
-def _ratio(a: float | None, b: float | None) -> str:
+def fmt_ratio(a: float | None, b: float | None) -> str:
+    """a / b to two decimals, or n/a."""
     if a is None or b is None or b == 0:
         return "n/a"
     return f"{a / b:.2f}"
@@ -168,7 +170,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
         for m in METRICS:
             theirs = r.customer.values.get(m)
             ours = r.ours.values.get(m) if r.ours else None
-            out.append([r.cell, r.direction, m, _fmt(theirs), _fmt(ours), _ratio(ours, theirs)])
+            out.append([r.cell, r.direction, m, fmt(theirs), fmt(ours), fmt_ratio(ours, theirs)])
     return out
 
 

@@ -272,7 +272,7 @@ def _check_job_text(text: str, shown: str, key: str, value: str, sections: list[
             why = ("is not supported by blkgen yet; run it with workload = \"fio\""
                    if name in not_yet else "is not a blkgen option (blkgen --help lists them)")
             raise ScenarioError(shown, key, f"{where}: option '{name}' {why}")
-        if workload == "fio" and name in known and not known[name]["fio"]:
+        if workload == "fio" and known is not None and name in known and not known[name]["fio"]:
             raise ScenarioError(shown, key, f"{where}: option '{name}' is blkgen's own and fio "
                                 "has none of that name; run it with workload = \"blkgen\"")
         if keep:
