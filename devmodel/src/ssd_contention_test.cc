@@ -11,50 +11,19 @@
 #include "devmodel/profile.h"
 #include "devmodel/ssd.h"
 #include "ssd_model.h"
+#include "ssd_test_util.h"
 
 namespace devmodel {
 namespace {
 
 using internal::SsdModel;
+using testing::Counters;
+using testing::MakeSsd;
+using testing::Rq;
+using testing::SmallSsdConfig;
 
 constexpr TimeNs kSecond = 1000000000;
 constexpr std::uint64_t kProgramUnitBytes = 2 * 16384;  // planes x page below
-
-SsdConfig SmallConfig() {
-  SsdConfig c;
-  c.channels = 4;
-  c.dies_per_channel = 2;
-  c.planes_per_die = 2;
-  c.blocks_per_plane = 64;
-  c.pages_per_block = 64;
-  c.page_bytes = 16384;
-  c.page_read_ns = 50000;
-  c.page_program_ns = 500000;
-  c.block_erase_ns = 3000000;
-  c.channel_mb_s = 800;
-  c.host_link_mb_s = 3200;
-  c.controller_overhead_ns = 4000;
-  c.write_buffer_bytes = 1 << 20;
-  return c;
-}
-
-std::unique_ptr<SsdModel> Make(const SsdConfig& c) {
-  std::string error;
-  auto device = NewSsd(c, 1, &error);
-  EXPECT_NE(device, nullptr) << error;
-  return std::unique_ptr<SsdModel>(static_cast<SsdModel*>(device.release()));
-}
-
-Request Rq(Op op, std::uint64_t offset, std::uint64_t length, std::uint32_t queue_id = 0) {
-  Request r;
-  r.op = op;
-  r.offset_bytes = offset;
-  r.length_bytes = length;
-  r.queue_id = queue_id;
-  return r;
-}
-
-nlohmann::json Counters(const Device& d) { return nlohmann::json::parse(d.CountersJson()); }
 
 TimeNs Xfer(std::uint64_t bytes, std::uint32_t mb_s) { return (bytes * 1000 + mb_s - 1) / mb_s; }
 
@@ -72,9 +41,9 @@ void FillOneUnitPerDie(SsdModel& ssd) {
 // for buffer space, which waits for programs. Round robin: the read is a
 // QD1 read (it overtakes the programs booked but not started on its die).
 TimeNs ReadLatencyBehindWrites(Arbitration arbitration, nlohmann::json* counters) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.arbitration = arbitration;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd);
   const std::uint64_t fresh = ssd->die_count() * kProgramUnitBytes;
   for (int i = 0; i < 256; ++i) {
@@ -86,7 +55,7 @@ TimeNs ReadLatencyBehindWrites(Arbitration arbitration, nlohmann::json* counters
 }
 
 TEST(SsdContentionTest, RoundRobinReadBesideQueuedWritesIsAQd1Read) {
-  const SsdConfig c = SmallConfig();
+  const SsdConfig c = SmallSsdConfig();
   const TimeNs qd1 =
       c.controller_overhead_ns + c.page_read_ns + Xfer(4096, c.channel_mb_s) + Xfer(4096, 3200);
   nlohmann::json fifo_counters, rr_counters;
@@ -106,12 +75,12 @@ TEST(SsdContentionTest, RoundRobinReadBesideQueuedWritesIsAQd1Read) {
 }
 
 TEST(SsdContentionTest, ReadPipelineLimitCountsOnlyReads) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.arbitration = Arbitration::kRoundRobin;
   c.max_inflight_reads = 2;
   c.max_inflight_writes = 1;
   c.host_link_mb_s = 0;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd);
   const TimeNs now = kSecond;
   const TimeNs w = ssd->Submit(Rq(Op::kWrite, 1 << 20, 4096), now).deadline_ns;
@@ -128,12 +97,12 @@ TEST(SsdContentionTest, ReadPipelineLimitCountsOnlyReads) {
 
 // 20 writes from queue 1, then one from queue 2, all at once, 8 write slots.
 TimeNs OtherQueuesWriteLatency(std::uint32_t per_queue, TimeNs* fifth_of_queue_1) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.arbitration = Arbitration::kRoundRobin;
   c.max_inflight_writes = 8;
   c.max_inflight_per_queue = per_queue;
   c.host_link_mb_s = 0;  // isolate admission from the shared link
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const TimeNs now = kSecond;
   for (int i = 0; i < 20; ++i) {
     const TimeNs done = ssd->Submit(Rq(Op::kWrite, i * 4096ull, 4096, 1), now).deadline_ns;
@@ -143,7 +112,7 @@ TimeNs OtherQueuesWriteLatency(std::uint32_t per_queue, TimeNs* fifth_of_queue_1
 }
 
 TEST(SsdContentionTest, PerQueueLimitLeavesSlotsForOtherQueues) {
-  const TimeNs overhead = SmallConfig().controller_overhead_ns;
+  const TimeNs overhead = SmallSsdConfig().controller_overhead_ns;
   TimeNs fifth = 0;
   EXPECT_EQ(OtherQueuesWriteLatency(4, &fifth), overhead);  // 4 slots left for queue 2
   EXPECT_EQ(fifth, 2 * overhead);  // after queue 1's first write
@@ -161,7 +130,7 @@ struct SuspendSetup {
 
 // Programs one fresh unit at kSecond and finds data on the same die.
 SuspendSetup ProgramBesideData(const SsdConfig& c) {
-  SuspendSetup s{Make(c), 0, 0, 0};
+  SuspendSetup s{MakeSsd(c), 0, 0, 0};
   FillOneUnitPerDie(*s.ssd);
   const std::uint64_t fresh = s.ssd->die_count() * kProgramUnitBytes;
   const TimeNs in_buffer =
@@ -179,7 +148,7 @@ SuspendSetup ProgramBesideData(const SsdConfig& c) {
 }
 
 TEST(SsdContentionTest, ReadMeetingAProgramPaysSuspendAndTheProgramAlsoResume) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.suspend_enabled = true;
   c.suspend_latency_ns = 20000;
   c.resume_latency_ns = 7000;
@@ -196,7 +165,7 @@ TEST(SsdContentionTest, ReadMeetingAProgramPaysSuspendAndTheProgramAlsoResume) {
 }
 
 TEST(SsdContentionTest, ReadBeyondMaxSuspendsWaitsForTheProgram) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.suspend_enabled = true;
   c.suspend_latency_ns = 20000;
   c.resume_latency_ns = 7000;
@@ -226,10 +195,10 @@ TEST(SsdContentionTest, ReadBeyondMaxSuspendsWaitsForTheProgram) {
 
 // Two 4 KiB reads at once: offset 0 and `second`, on the same die.
 TimeNs SecondReadLatency(bool independent_planes, std::uint64_t second) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.independent_plane_reads = independent_planes;
   c.host_link_mb_s = 0;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd);
   EXPECT_EQ(ssd->DieOfOffset(0), ssd->DieOfOffset(second));
   ssd->Submit(Rq(Op::kRead, 0, 4096), kSecond);
@@ -237,7 +206,7 @@ TimeNs SecondReadLatency(bool independent_planes, std::uint64_t second) {
 }
 
 TEST(SsdContentionTest, IndependentPlaneReadsOverlapAndShareTheChannel) {
-  const SsdConfig c = SmallConfig();
+  const SsdConfig c = SmallSsdConfig();
   const TimeNs channel = Xfer(4096, c.channel_mb_s);
   const std::uint64_t other_plane = c.page_bytes;  // second page of the program unit
   const std::uint64_t same_plane = 4096;           // same page
@@ -252,7 +221,7 @@ TEST(SsdContentionTest, IndependentPlaneReadsOverlapAndShareTheChannel) {
 
 TEST(SsdContentionTest, RejectsContentionKeysOutOfRangeOrMode) {
   std::string error;
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.max_inflight_reads = 4;  // arbitration stays fifo
   EXPECT_EQ(NewSsd(c, 1, &error), nullptr);
   EXPECT_EQ(error,
@@ -262,7 +231,7 @@ TEST(SsdContentionTest, RejectsContentionKeysOutOfRangeOrMode) {
   c.max_inflight_per_queue = 70000;
   EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
   EXPECT_EQ(error, "ssd.max_inflight_per_queue must be in [0, 65536]");
-  c = SmallConfig();
+  c = SmallSsdConfig();
   c.max_suspends_per_op = 65536;
   EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
   EXPECT_EQ(error, "ssd.max_suspends_per_op must be in [0, 65535]");
@@ -294,7 +263,7 @@ TEST(SsdContentionTest, ProfileKeysReachTheModel) {
 // One die on one channel, write-through, no host link: program units follow
 // each other on one timeline and a read's time is the die's.
 SsdConfig OneDieConfig() {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.channels = 1;
   c.dies_per_channel = 1;
   c.write_buffer_bytes = 0;
@@ -310,7 +279,7 @@ TEST(SsdContentionTest, PageTypeSetsReadAndProgramTimes) {
   c.page_program_lower_ns = 300000;
   c.page_program_middle_ns = 600000;
   c.page_program_upper_ns = 0;  // page_program_ns
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const TimeNs reads[3] = {c.page_read_lower_ns, c.page_read_ns, c.page_read_upper_ns};
   const TimeNs programs[3] = {c.page_program_lower_ns, c.page_program_middle_ns, c.page_program_ns};
   // Program units 0, 1, 2 of the first block: lower, middle, upper pages.
@@ -335,7 +304,7 @@ TEST(SsdContentionTest, ReadRetryAddsSeededSensingRounds) {
   c.read_retry_probability = 1;
   c.read_retry_ns = 30000;
   c.read_retry_max_rounds = 3;
-  auto always = Make(c);
+  auto always = MakeSsd(c);
   always->Submit(Rq(Op::kWrite, 0, kProgramUnitBytes), 0);
   const TimeNs base = c.controller_overhead_ns + c.page_read_ns + Xfer(4096, c.channel_mb_s);
   for (int i = 0; i < 10; ++i) {
@@ -348,7 +317,7 @@ TEST(SsdContentionTest, ReadRetryAddsSeededSensingRounds) {
   // Probability p per round: about p of the reads retry, each by whole rounds.
   c.read_retry_probability = 0.25;
   c.read_retry_max_rounds = 4;
-  auto sometimes = Make(c);
+  auto sometimes = MakeSsd(c);
   sometimes->Submit(Rq(Op::kWrite, 0, kProgramUnitBytes), 0);
   constexpr int kReads = 4000;
   int retried = 0;
@@ -375,7 +344,7 @@ TimeNs ReadLatencyDuringGc(bool gc_yield, SsdConfig* config) {
   c.capacity_bytes = 8 * 16384;      // two blocks of data
   c.gc_background_free_blocks = 11;  // below it as soon as block 1 opens
   c.gc_yield = gc_yield;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   for (int unit = 0; unit < 8; ++unit) ssd->Submit(Rq(Op::kWrite, unit * 16384ull, 16384), 0);
   // Trim three units of block 0: it becomes the victim, with one unit to move.
   const TimeNs trimmed = ssd->Submit(Rq(Op::kTrim, 0, 3 * 16384), kSecond).deadline_ns;
@@ -402,7 +371,7 @@ TEST(SsdContentionTest, GcYieldLetsAReadInAfterOnePageMove) {
 
 TEST(SsdContentionTest, RejectsPageTypeAndRetryKeysOutOfRange) {
   std::string error;
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.read_retry_probability = 0.1;  // rounds left at 0
   EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
   EXPECT_EQ(error,
@@ -410,7 +379,7 @@ TEST(SsdContentionTest, RejectsPageTypeAndRetryKeysOutOfRange) {
   c.read_retry_probability = 1.5;
   EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
   EXPECT_EQ(error, "ssd.read_retry_probability must be in [0, 1]");
-  c = SmallConfig();
+  c = SmallSsdConfig();
   c.page_read_upper_ns = 200000000;
   EXPECT_FALSE(CheckSsdConfig(c, nullptr, &error));
   EXPECT_EQ(error, "ssd.page_read_upper_us must be in [0, 100000]");

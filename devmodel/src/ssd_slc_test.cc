@@ -10,11 +10,16 @@
 #include "devmodel/profile.h"
 #include "devmodel/ssd.h"
 #include "ssd_model.h"
+#include "ssd_test_util.h"
 
 namespace devmodel {
 namespace {
 
 using internal::SsdModel;
+using testing::Counters;
+using testing::MakeSsd;
+using testing::Rq;
+using testing::SmallSsdConfig;
 
 constexpr TimeNs kSecond = 1000000000;
 constexpr std::uint64_t kUnitBytes = 2 * 16384;  // one program unit: planes x page
@@ -41,23 +46,6 @@ SsdConfig OneDieSlcConfig() {
   return c;
 }
 
-std::unique_ptr<SsdModel> Make(const SsdConfig& c) {
-  std::string error;
-  auto device = NewSsd(c, 1, &error);
-  EXPECT_NE(device, nullptr) << error;
-  return std::unique_ptr<SsdModel>(static_cast<SsdModel*>(device.release()));
-}
-
-Request Rq(Op op, std::uint64_t offset, std::uint64_t length) {
-  Request r;
-  r.op = op;
-  r.offset_bytes = offset;
-  r.length_bytes = length;
-  return r;
-}
-
-nlohmann::json Counters(const Device& d) { return nlohmann::json::parse(d.CountersJson()); }
-
 TimeNs Xfer(std::uint64_t bytes, std::uint32_t mb_s) { return (bytes * 1000 + mb_s - 1) / mb_s; }
 
 // `count` program units written at once from `first_unit` on; completions.
@@ -72,7 +60,7 @@ std::vector<TimeNs> Burst(SsdModel& ssd, std::uint64_t first_unit, int count, Ti
 
 TEST(SsdSlcTest, BurstWithinTheCacheRunsAtSlcRateAndBeyondItAtTlcRate) {
   const SsdConfig c = OneDieSlcConfig();
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const std::uint64_t slc_units = c.slc_static_bytes / kUnitBytes;
   const int burst = static_cast<int>(slc_units) + 4;
   const std::vector<TimeNs> done = Burst(*ssd, 0, burst, kSecond);
@@ -96,7 +84,7 @@ TEST(SsdSlcTest, BurstWithinTheCacheRunsAtSlcRateAndBeyondItAtTlcRate) {
 
 TEST(SsdSlcTest, IdleFoldingFreesTheCacheAndDelaysReadsThatMeetIt) {
   const SsdConfig c = OneDieSlcConfig();
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const std::uint64_t slc_units = c.slc_static_bytes / kUnitBytes;
   const TimeNs last = Burst(*ssd, 0, static_cast<int>(slc_units), kSecond).back();
   const TimeNs xfer = Xfer(kUnitBytes, c.channel_mb_s);
@@ -126,12 +114,12 @@ TEST(SsdSlcTest, DynamicPartShrinksAsTheDriveFills) {
   c.slc_dynamic_max_bytes = 1ull << 40;  // bound by free space only
   c.slc_dynamic_free_ratio = 3;
   {
-    auto fresh = Make(c);
+    auto fresh = MakeSsd(c);
     EXPECT_EQ(Counters(*fresh)["slc_capacity_bytes"],
               c.slc_static_bytes + fresh->capacity_bytes() / c.slc_dynamic_free_ratio);
   }
   c.precondition = Precondition::kFull;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   EXPECT_EQ(Counters(*ssd)["slc_capacity_bytes"], c.slc_static_bytes);  // no free space
   const std::uint64_t half = ssd->capacity_bytes() / 2 / 4096 * 4096;
   ssd->Submit(Rq(Op::kTrim, half, ssd->capacity_bytes() - half), kSecond);
@@ -141,7 +129,7 @@ TEST(SsdSlcTest, DynamicPartShrinksAsTheDriveFills) {
   // The dynamic part is capped by slc_dynamic_max_bytes.
   c.slc_dynamic_max_bytes = 3 * kUnitBytes;
   c.precondition = Precondition::kNone;
-  auto capped = Make(c);
+  auto capped = MakeSsd(c);
   EXPECT_EQ(Counters(*capped)["slc_capacity_bytes"], 5 * kUnitBytes);
 }
 
@@ -150,7 +138,7 @@ TEST(SsdSlcTest, FullDriveWithoutStaticCacheWritesStraightToTlc) {
   c.slc_static_bytes = 0;
   c.slc_dynamic_max_bytes = 1ull << 30;
   c.precondition = Precondition::kFull;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const TimeNs done = ssd->Submit(Rq(Op::kWrite, 0, kUnitBytes), kSecond).deadline_ns;
   EXPECT_EQ(done, kSecond + c.controller_overhead_ns + Xfer(kUnitBytes, c.channel_mb_s) +
                       c.page_program_ns);

@@ -8,53 +8,23 @@
 
 #include "rng.h"
 #include "ssd_model.h"
+#include "ssd_test_util.h"
 #include "test_util.h"
 
 namespace devmodel {
 namespace {
 
 using internal::SsdModel;
-
-SsdConfig SmallConfig() {
-  SsdConfig c;
-  c.channels = 4;
-  c.dies_per_channel = 2;
-  c.planes_per_die = 2;
-  c.blocks_per_plane = 64;
-  c.pages_per_block = 64;
-  c.page_bytes = 16384;
-  c.page_read_ns = 50000;
-  c.page_program_ns = 500000;
-  c.block_erase_ns = 3000000;
-  c.channel_mb_s = 800;
-  c.host_link_mb_s = 3200;
-  c.controller_overhead_ns = 4000;
-  c.write_buffer_bytes = 1 << 20;
-  return c;
-}
-
-std::unique_ptr<SsdModel> Make(const SsdConfig& c, std::uint64_t seed = 1) {
-  std::string error;
-  auto device = NewSsd(c, seed, &error);
-  EXPECT_NE(device, nullptr) << error;
-  return std::unique_ptr<SsdModel>(static_cast<SsdModel*>(device.release()));
-}
-
-Request Rq(Op op, std::uint64_t offset, std::uint64_t length) {
-  Request r;
-  r.op = op;
-  r.offset_bytes = offset;
-  r.length_bytes = length;
-  return r;
-}
-
-nlohmann::json Counters(const Device& d) { return nlohmann::json::parse(d.CountersJson()); }
+using testing::Counters;
+using testing::MakeSsd;
+using testing::Rq;
+using testing::SmallSsdConfig;
 
 constexpr TimeNs kSecond = 1000000000;
 
 TEST(SsdTest, Qd1ReadIsReadTimePlusTransfersPlusOverhead) {
-  const SsdConfig c = SmallConfig();
-  auto ssd = Make(c);
+  const SsdConfig c = SmallSsdConfig();
+  auto ssd = MakeSsd(c);
   ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
   ssd->Submit(Rq(Op::kFlush, 0, 0), 10);
   const TimeNs now = kSecond;  // long after the program finished
@@ -75,9 +45,9 @@ void FillOneUnitPerDie(SsdModel& ssd, int dies) {
 }
 
 TEST(SsdTest, ReadsOnDistinctDiesRunInParallelAndOnOneDieSerialize) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.host_link_mb_s = 0;  // isolate the NAND side
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const int dies = static_cast<int>(ssd->die_count());
   FillOneUnitPerDie(*ssd, dies);
   const std::uint64_t unit = 2 * 16384;
@@ -108,8 +78,8 @@ TEST(SsdTest, ReadsOnDistinctDiesRunInParallelAndOnOneDieSerialize) {
 }
 
 TEST(SsdTest, WriteBufferHitIsCheaperThanAProgram) {
-  const SsdConfig c = SmallConfig();
-  auto ssd = Make(c);
+  const SsdConfig c = SmallSsdConfig();
+  auto ssd = MakeSsd(c);
   const Completion w = ssd->Submit(Rq(Op::kWrite, 8192, 4096), 1000);
   EXPECT_LT(w.deadline_ns - 1000, c.page_program_ns / 10);  // buffered, not programmed
   const Completion r = ssd->Submit(Rq(Op::kRead, 8192, 4096), w.deadline_ns);
@@ -119,28 +89,28 @@ TEST(SsdTest, WriteBufferHitIsCheaperThanAProgram) {
 }
 
 TEST(SsdTest, WriteThroughWaitsForTheProgram) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.write_buffer_bytes = 0;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const Completion w = ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
   EXPECT_GE(w.deadline_ns, c.page_program_ns);
 }
 
 TEST(SsdTest, FlushWaitsForBufferWithoutPlpOnly) {
-  SsdConfig c = SmallConfig();
-  auto ssd = Make(c);
+  SsdConfig c = SmallSsdConfig();
+  auto ssd = MakeSsd(c);
   ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
   const Completion f = ssd->Submit(Rq(Op::kFlush, 0, 0), 20000);
   EXPECT_GE(f.deadline_ns, c.page_program_ns);
   c.power_loss_protection = true;
-  auto plp = Make(c);
+  auto plp = MakeSsd(c);
   plp->Submit(Rq(Op::kWrite, 0, 4096), 0);
   const Completion g = plp->Submit(Rq(Op::kFlush, 0, 0), 20000);
   EXPECT_EQ(g.deadline_ns, 20000 + c.controller_overhead_ns);
 }
 
 TEST(SsdTest, TrimUnmapsAndReadsOfTrimmedDataSkipNand) {
-  auto ssd = Make(SmallConfig());
+  auto ssd = MakeSsd(SmallSsdConfig());
   ssd->Submit(Rq(Op::kWrite, 0, 65536), 0);
   ssd->Submit(Rq(Op::kFlush, 0, 0), 1);
   ssd->Submit(Rq(Op::kTrim, 0, 65536), kSecond);
@@ -152,10 +122,10 @@ TEST(SsdTest, TrimUnmapsAndReadsOfTrimmedDataSkipNand) {
 }
 
 TEST(SsdTest, ConcurrencyLimitDelaysTheCommandBeyondIt) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.max_inflight_commands = 2;
   c.host_link_mb_s = 0;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd, static_cast<int>(ssd->die_count()));
   const std::uint64_t unit = 2 * 16384;
   const TimeNs now = kSecond;
@@ -167,9 +137,9 @@ TEST(SsdTest, ConcurrencyLimitDelaysTheCommandBeyondIt) {
 }
 
 TEST(SsdTest, FullDriveStallsButNeverDropsWrites) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.precondition = Precondition::kFull;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   internal::Rng rng(7);
   const std::uint64_t units = ssd->capacity_bytes() / 4096;
   TimeNs now = 0, latest = 0;
@@ -191,12 +161,12 @@ TEST(SsdTest, FullDriveStallsButNeverDropsWrites) {
 // read goes to a die whose timeline is booked for more than 1 ms ahead (GC
 // moves, erases, programs). Without suspend it waits for them.
 double MeanReadLatencyUnderGc(bool suspend, nlohmann::json* counters, double* worst) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.precondition = Precondition::kSteady;
   c.capacity_bytes = SsdRawBytes(c) / 4 * 3;  // 33% over-provisioning
   c.suspend_enabled = suspend;
   c.suspend_latency_ns = 20000;
-  auto ssd = Make(c, 3);
+  auto ssd = MakeSsd(c, 3);
   internal::Rng rng(11);
   const std::uint64_t units = ssd->capacity_bytes() / 4096;
   TimeNs now = kSecond;
@@ -248,7 +218,7 @@ TEST(SsdTest, SparseStateFourTebibytesWithEightGibibytesWritten) {
   c.pages_per_block = 768;
   c.page_bytes = 16384;
   c.capacity_bytes = 4ull << 40;
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   const std::uint64_t before = ssd->MemoryBytes();
   TimeNs now = 0;
   for (std::uint64_t off = 0; off < (8ull << 30); off += 1 << 20) {
@@ -275,7 +245,7 @@ TEST(SsdTest, SparseStateHoldsForScatteredWrites) {
   c.capacity_bytes = 4ull << 40;
   const struct mallinfo2 heap_before = mallinfo2();
   const std::uint64_t rss_before = testing::ResidentBytes();
-  auto ssd = Make(c);
+  auto ssd = MakeSsd(c);
   internal::Rng rng(21);
   const std::uint64_t units = c.capacity_bytes / 4096;
   TimeNs now = 0;
@@ -303,18 +273,18 @@ TEST(SsdTest, SparseStateHoldsForScatteredWrites) {
 }
 
 TEST(SsdTest, RejectsInconsistentGeometry) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   c.capacity_bytes = SsdRawBytes(c);  // no over-provisioning
   std::string error;
   EXPECT_EQ(NewSsd(c, 1, &error), nullptr);
   EXPECT_NE(error.find("ssd.capacity_bytes must be in ["), std::string::npos) << error;
-  c = SmallConfig();
+  c = SmallSsdConfig();
   c.page_bytes = 6000;
   EXPECT_EQ(NewSsd(c, 1, &error), nullptr);
   EXPECT_NE(error.find("ssd.page_bytes (6000) must be a multiple of ssd.mapping_unit_bytes"),
             std::string::npos)
       << error;
-  c = SmallConfig();
+  c = SmallSsdConfig();
   c.channels = 64;
   c.dies_per_channel = 64;
   c.blocks_per_plane = 1 << 20;  // 2^32 blocks: 64 GiB of block metadata
@@ -327,7 +297,7 @@ TEST(SsdTest, RejectsInconsistentGeometry) {
 }
 
 TEST(SsdTest, CheckSsdConfigGivesNewSsdsCapacityWithoutBuilding) {
-  SsdConfig c = SmallConfig();
+  SsdConfig c = SmallSsdConfig();
   std::uint64_t capacity = 0;
   std::string error;
   ASSERT_TRUE(CheckSsdConfig(c, &capacity, &error)) << error;
