@@ -159,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("-o", "--output", type=Path, help="with --compare: write the table to "
                     "this new file (refused if it exists) instead of printing it")
 
+    ft = sub.add_parser("fit", help="fit an SSD profile's parameters to a drive's "
+                        "characterization results (tools/characterize-drive.sh --out) on the "
+                        "host simulator; write the profile and print its error per job")
+    from blklab import fit
+
+    fit.add_arguments(ft)
+
     im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
                         "scenario skeleton; says what it could not map")
     im.add_argument("capture", type=Path)
@@ -363,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
             return _image(args)
         if args.command == "characterize":
             return _characterize(args)
+        if args.command == "fit":
+            from blklab import fit
+
+            return fit.main(args)
         if args.command == "irq-waits":
             from blklab import diverge, paths
 

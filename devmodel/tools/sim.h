@@ -1,0 +1,107 @@
+// A fio-like closed-loop workload run directly on a device model's virtual
+// clock, through the C ABI as QEMU's glue calls it: each request is submitted
+// at `now`, completes at the deadline the model returns (polled again while
+// not final), and its job slot issues the next request at that completion
+// time. Used to evaluate a profile in seconds of host time where a guest run
+// costs minutes (blklab fit); it models the device only, no host I/O path.
+// Deterministic: no clock is read, every random choice comes from the seed.
+// Thread-safety: functions are reentrant; a devmodel_t is used by one call.
+#ifndef DEVMODEL_TOOLS_SIM_H_
+#define DEVMODEL_TOOLS_SIM_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devmodel/devmodel.h"
+
+namespace devmodel::sim {
+
+// One job, in fio's terms; parsed from "NAME:key=value,key=value".
+struct JobSpec {
+  std::string name;
+  bool random = true;         // rw=rand*: uniform offsets, with replacement (norandommap)
+  std::uint32_t read_pct = 100;  // share of reads: rw=randread 100, randwrite 0, randrw rwmixread
+  std::uint64_t block_bytes = 4096;  // bs
+  std::uint32_t iodepth = 1;         // requests in flight (the closed loop's slots)
+  // rate=READ,WRITE in bytes/s (fio's rate); 0 = no limit. Requests of a
+  // direction are paced: the k-th may be issued no earlier than k x bs / rate.
+  // A slot's op is drawn when it frees, so in a mixed job a slot that drew a
+  // paced direction waits for it (fio would issue the other direction).
+  std::uint64_t read_rate_bytes_s = 0;
+  std::uint64_t write_rate_bytes_s = 0;
+  std::uint64_t offset_bytes = 0;  // start of the region the job addresses
+  std::uint64_t size_bytes = 0;    // its length; 0 = to the end of the device
+  std::uint32_t queue_id = 0;      // NVMe submission queue; 0 = the job's index + 1
+  std::string text;                // as given, for the output
+};
+
+struct SimSpec {
+  std::uint64_t seed = 1;
+  std::uint64_t ramp_ns = 0;     // run but not measured (fio ramp_time)
+  std::uint64_t runtime_ns = 0;  // measured; requests completing in (ramp, ramp + runtime]
+  std::vector<JobSpec> jobs;
+};
+
+// Completion latencies in fio's histogram (FIO_IO_U_PLAT_BITS = 6: 64
+// buckets per power of two of ns, values below 128 ns exact). A percentile is
+// the middle of its bucket, as fio prints it: within 1/128 of the true value.
+class LatencyHistogram {
+ public:
+  static constexpr int kBits = 6;
+  static constexpr int kPerGroup = 1 << kBits;
+  static constexpr int kBuckets = 29 * kPerGroup;  // up to 2^34 ns (17 s); above: the last
+
+  void Add(std::uint64_t ns);
+  // fio's definition: the value of the first bucket at which the count so
+  // far reaches pct / 100 x the total. REQUIRES count() > 0.
+  std::uint64_t Percentile(double pct) const;
+  std::uint64_t count() const { return count_; }
+
+  static int BucketOf(std::uint64_t ns);
+  static std::uint64_t BucketValue(int bucket);  // the bucket's middle, ns
+
+ private:
+  std::array<std::uint64_t, kBuckets> buckets_{};
+  std::uint64_t count_ = 0;
+};
+
+// One direction's measured figures.
+struct DirectionStats {
+  std::uint64_t ios = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t clat_sum_ns = 0;
+  std::uint64_t clat_min_ns = 0;
+  std::uint64_t clat_max_ns = 0;
+  LatencyHistogram clat;
+};
+
+struct JobResult {
+  DirectionStats read, write;
+};
+
+// Parses "NAME:key=value,..." (keys: rw, bs, iodepth, rwmixread, rate,
+// offset, size, queue). Returns false and sets *error on a bad spec.
+bool ParseJob(const std::string& text, JobSpec* job, std::string* error);
+
+// Parses a fio time ("30s", "500ms", "250us", "2m"; no unit = s) into ns.
+bool ParseTime(const std::string& text, std::uint64_t* ns, std::string* error);
+
+// Runs every job of `spec` at once on `model` from virtual time 0.
+// REQUIRES a freshly opened model (its clock has not moved past 0). Returns
+// false and sets *error when the model refuses a request or a job does not
+// fit the device.
+bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results,
+         std::string* error);
+
+// The results as fio-style JSON: {"devmodel-sim": {...}, "jobs": [{"jobname",
+// "read": {"total_ios", "io_bytes", "bw_bytes", "iops", "clat_ns": {"min",
+// "max", "mean", "percentile": {"50.000000": ...}}}, "write": ...}],
+// "counters": ...}. `counters` is the model's JSON after the run.
+std::string ResultJson(const std::string& profile, const SimSpec& spec,
+                       const std::vector<JobResult>& results, const std::string& counters);
+
+}  // namespace devmodel::sim
+
+#endif  // DEVMODEL_TOOLS_SIM_H_

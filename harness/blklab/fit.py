@@ -1,0 +1,781 @@
+"""blklab fit DRIVE_DIR -o PROFILE.toml: an SSD profile's parameters fitted
+to a drive's characterization results (tools/characterize-drive.sh --out).
+
+Each candidate profile is evaluated on the host with devmodel-sim
+(blklab.simulate), never in a guest: every drive job that maps onto the
+simulator runs on the profile's virtual clock, and the objective is the
+mean over jobs of each job's mean symmetric relative error
+(max(model, drive) / min(model, drive) - 1) of IOPS, clat p50 and p99 per
+direction. With a reader beside writers both arbitrations are tried at the
+start values and the better kept; then a deterministic coordinate descent
+moves a few free parameters inside bounded ranges around the start
+profile's values (free_params). The rest of the geometry and every on/off
+switch stay the start profile's.
+
+How a job is evaluated (what a drive run per docs/characterize-a-drive.md
+is in, as far as the model can be put there cheaply):
+- read-only jobs on the drive written in full (precondition "full"); jobs
+  that write on a drive in steady state (precondition "steady": full, then
+  random overwrites, so garbage collection runs), as a drive that was
+  filled and then written randomly;
+- a job that wrote more during the drive's ramp (RAMP, from
+  characterize.json or --ramp) than the profile's static SLC cache holds
+  is measured past the cache: the evaluation profile has no SLC cache, which
+  on a drive that is never idle is the same as a full one (writes at TLC
+  program times, no folding);
+- on a proxy of the drive scaled down by a power of two F in capacity:
+  pages per block, erase time, capacity and SLC sizes divided by F, so
+  over-provisioning, free blocks per die, erase time per page and the
+  cache's share of the drive stay the same; the written profile is full
+  size, and the error table comes from it.
+
+Refused, naming the file and the job, with nothing written: a job asked
+for that the drive did not run, a file that is not fio JSON or is from
+another fio major version than the guest's, a job that did no I/O, no job
+that maps, and a fit whose error stays above --max-error for a job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import re
+import subprocess
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from blklab import characterize, characterize_compare as cc, compare_fio, paths, simulate
+from blklab.errors import BlklabError
+from blklab.scenario import PROFILE_DIR, profile_with_precondition
+
+log = logging.getLogger(__name__)
+
+METRICS = ("iops", "p50_us", "p99_us")  # the objective's figures per direction
+FORMATS = ("text", "markdown", "json")
+DEFAULT_MAX_ERROR = 4.0  # a job off by 5x on average after the fit: no profile fits
+DEFAULT_SIM_RAMP_S = 0.5
+DEFAULT_SIM_RUNTIME_S = 1.0
+DEFAULT_ROUNDS = 4
+PROXY_RAW_BYTES = 32 << 30  # evaluate on a proxy of at most this raw size
+MISSING_ERROR = 1000.0  # a figure the model does not produce at all
+QD1_JOB = "randread-qd1"  # chooses the start profile when the drive ran it
+
+
+class FitError(BlklabError):
+    """Bad input to blklab fit, or results no profile fits: names the file
+    and the job."""
+
+    exit_code = 2
+
+
+# -- the drive's results ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriveJob:
+    name: str
+    path: Path
+    figures: dict[str, compare_fio.Figures]  # per direction with I/O
+    sim: simulate.SimJob
+
+
+@dataclass(frozen=True)
+class Drive:
+    path: Path
+    meta: dict[str, Any]  # characterize.json ({} without one)
+    ramp_s: float  # the drive's RAMP
+    jobs: dict[str, DriveJob]  # every job that maps
+    unmapped: dict[str, str]  # job -> why it was not simulated
+
+
+def _meta(drive_dir: Path) -> dict[str, Any]:
+    path = drive_dir / cc.DRIVE_META
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise FitError(f"{path}: not the drive script's JSON: {e}") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str | None,
+               guest_fio: str | None = None) -> Drive:
+    """The drive's jobs: `names` (default: every job it ran) and the held-out
+    ones, each checked as `characterize --compare` checks them."""
+    known = {j.name for j in characterize.suite()}
+    guest_fio = guest_fio or cc.guest_fio_version()
+    found = cc.drive_jobs(drive_dir, known)
+    for flag, wanted in (("--job", names), ("--hold-out", hold_out)):
+        for n in wanted:
+            if n not in known:
+                raise FitError(f"{flag} {n}: not a job of the suite ({cc.SUITE_NAMES})")
+            if n not in found:
+                raise FitError(f"{drive_dir / (n + '.json')}: job {n}: missing (the drive "
+                               "did not run it)")
+    meta = _meta(drive_dir)
+    knobs = characterize.defaults()
+    recorded = meta.get("knobs") if isinstance(meta.get("knobs"), dict) else {}
+    if isinstance(recorded.get("RAMP"), str) and recorded["RAMP"]:
+        knobs["RAMP"] = recorded["RAMP"]
+    if ramp is not None:
+        knobs["RAMP"] = ramp
+    ramp_s = characterize.seconds(knobs["RAMP"], "RAMP")
+    mapping = simulate.suite_sim_jobs(knobs)
+    jobs, unmapped = {}, {}
+    for n in list(dict.fromkeys((names or sorted(found)) + hold_out)):
+        sim = mapping[n]
+        if isinstance(sim, simulate.Unmapped):
+            if n in names or n in hold_out:
+                raise FitError(f"{found[n]}: job {n}: cannot be simulated: {sim.reason}")
+            unmapped[n] = sim.reason
+            continue
+        doc = compare_fio.load_fio_json(found[n])
+        cc.check_version(str(found[n]), n, doc, guest_fio)
+        figs = simulate.figures(doc, str(found[n]))
+        if not figs:
+            raise FitError(f"{found[n]}: job {n}: no fio job did any I/O")
+        jobs[n] = DriveJob(n, found[n], figs, sim)
+    if not any(n not in hold_out for n in jobs):
+        raise FitError(f"{drive_dir}: no job to fit: "
+                       + ("; ".join(f"{n}: {r}" for n, r in unmapped.items())
+                          or "every job is held out" if jobs else "no <job>.json"))
+    return Drive(drive_dir, meta, ramp_s, jobs, unmapped)
+
+
+# -- profiles as text -----------------------------------------------------------
+
+
+_HEADER = re.compile(r"\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"\s*([A-Za-z0-9_]+)\s*=")
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    return json.dumps(v)
+
+
+def set_keys(text: str, table: str, values: dict[str, Any],
+             comments: dict[str, str] | None = None) -> str:
+    """`text` with each key of [table] set: its line replaced (the comment
+    from `comments`, else the old one kept), or added at the table's end."""
+    comments = comments or {}
+    out, current, pending = [], None, dict(values)
+
+    def flush() -> None:
+        while out and not out[-1].strip():
+            out.pop()
+        for k, v in pending.items():
+            out.append(f"{k} = {toml_value(v)}" + (f"  # {comments[k]}" if k in comments else ""))
+        pending.clear()
+        out.append("")
+
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header:
+            if current == table and pending:
+                flush()
+            current = header.group(1)
+        else:
+            key = _KEY.match(line)
+            if current == table and key and key.group(1) in pending:
+                k = key.group(1)
+                old = line.split("#", 1)[1].strip() if "#" in line else ""
+                note = comments.get(k, old)
+                out.append(f"{k} = {toml_value(pending.pop(k))}" + (f"  # {note}" if note else ""))
+                continue
+        out.append(line)
+    if current == table and pending:
+        flush()
+    if pending:
+        raise FitError(f"profile has no [{table}] table for {', '.join(pending)}")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def ssd_keys(text: str) -> dict[str, Any]:
+    data = tomllib.loads(text)
+    return dict(data.get("ssd", {}))
+
+
+def proxy_factor(keys: dict[str, Any]) -> int:
+    """The power of two the evaluation proxy is smaller by: halve pages per
+    block while the raw size is above PROXY_RAW_BYTES, at least 6 pages stay
+    and the TLC page types (index modulo 3) keep their pattern."""
+    raw = (keys.get("channels", 4) * keys.get("dies_per_channel", 2) * keys.get("planes_per_die", 2)
+           * keys.get("blocks_per_plane", 256) * keys.get("pages_per_block", 256)
+           * keys.get("page_bytes", 16384))
+    ppb, f = keys.get("pages_per_block", 256), 1
+    while (raw // f > PROXY_RAW_BYTES and ppb % (2 * f) == 0 and ppb // (2 * f) >= 6
+           and (ppb % 3 != 0 or (ppb // (2 * f)) % 3 == 0)):
+        f *= 2
+    return f
+
+
+def proxy_text(text: str, factor: int) -> str:
+    """The profile scaled down by `factor` (see the module's docstring)."""
+    if factor == 1:
+        return text
+    keys = ssd_keys(text)
+    unit = keys.get("mapping_unit_bytes", 4096)
+    scaled: dict[str, Any] = {
+        "pages_per_block": keys.get("pages_per_block", 256) // factor,
+        "block_erase_ms": round(keys.get("block_erase_ms", 3.5) / factor, 6),
+    }
+    if keys.get("capacity_bytes", 0):
+        scaled["capacity_bytes"] = keys["capacity_bytes"] // factor // unit * unit
+    for k in ("slc_static_bytes", "slc_dynamic_max_bytes"):
+        if keys.get(k, 0):
+            scaled[k] = max(keys[k] // factor // unit * unit, unit)
+    return set_keys(text, "ssd", scaled)
+
+
+# -- free parameters -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    """A free parameter: a key moved in [lo, hi] (log scale when lo > 0);
+    `follow` keys keep their ratio to it (the TLC page-type read times)."""
+
+    key: str
+    start: float
+    lo: float
+    hi: float
+    integer: bool = False
+    follow: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def log(self) -> bool:
+        return self.lo > 0
+
+    def to_unit(self, v: float) -> float:
+        if self.hi == self.lo:
+            return 0.0
+        if self.log:
+            return (math.log(v) - math.log(self.lo)) / (math.log(self.hi) - math.log(self.lo))
+        return (v - self.lo) / (self.hi - self.lo)
+
+    def value(self, u: float) -> float | int:
+        u = min(max(u, 0.0), 1.0)
+        v = (math.exp(math.log(self.lo) + u * (math.log(self.hi) - math.log(self.lo)))
+             if self.log else self.lo + u * (self.hi - self.lo))
+        if self.integer:
+            return int(round(v))
+        return float(f"{v:.3g}") if v >= 1 else round(v, 2)
+
+    def keys(self, v: float | int) -> dict[str, Any]:
+        out: dict[str, Any] = {self.key: v}
+        for k, start in self.follow.items():
+            out[k] = float(f"{start * v / self.start:.3g}") if self.start else start
+        return out
+
+
+def _key_ranges() -> dict[str, tuple[float, float]]:
+    """Each numeric [ssd] key's range, from `devmodel-check --keys`."""
+    tool = paths.build_dir() / "cmake" / "devmodel" / "devmodel-check"
+    proc = subprocess.run([str(tool), "--keys"], capture_output=True, text=True, check=True)
+    out = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"ssd\.(\w+): an? (?:integer|number) in \[([-0-9.e]+), ([-0-9.e]+)\]", line)
+        if m:
+            out[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return out
+
+
+def free_params(keys: dict[str, Any], jobs: list[simulate.SimJob], past_cache: bool
+                ) -> list[Param]:
+    """The parameters the jobs present depend on, each within a factor 4 of
+    its start value (write buffer: 8; blocks per plane: up to 2, more
+    over-provisioning), inside the key's allowed range."""
+    ranges = _key_ranges()
+    reads = any(j.reads for j in jobs)
+    writes = any(j.writes for j in jobs)
+    beside = any(j.reads and j.writes for j in jobs)
+    rr = keys.get("arbitration", "fifo") == "round_robin"
+    suspend = bool(keys.get("suspend", False))
+
+    def ranged(key: str, start: float, lo: float, hi: float, integer: bool = False,
+               follow: dict[str, float] | None = None) -> Param:
+        klo, khi = ranges.get(key, (lo, hi))
+        lo, hi = max(lo, klo), min(hi, khi)
+        if lo > 0 and start <= 0:
+            start = lo
+        return Param(key, min(max(start, lo), hi), lo, hi, integer, follow or {})
+
+    out = []
+    if reads:
+        read = float(keys.get("page_read_us", 50.0))
+        typed = {k: float(keys[k]) for k in ("page_read_lower_us", "page_read_middle_us",
+                                             "page_read_upper_us") if keys.get(k, 0)}
+        out.append(ranged("page_read_us", read, read / 4, read * 4, follow=typed))
+        over = float(keys.get("controller_overhead_us", 5.0))
+        out.append(ranged("controller_overhead_us", over, 0.0, max(4 * over, 20.0)))
+    if writes:
+        prog = float(keys.get("page_program_us", 500.0))
+        typed = {k: float(keys[k]) for k in ("page_program_lower_us", "page_program_middle_us",
+                                             "page_program_upper_us") if keys.get(k, 0)}
+        out.append(ranged("page_program_us", prog, prog / 4, prog * 4, follow=typed))
+        buf = int(keys.get("write_buffer_bytes", 4 << 20))
+        if buf > 0:
+            out.append(ranged("write_buffer_bytes", buf, max(buf // 8, 1 << 20), buf * 8,
+                              integer=True))
+        # Over-provisioning, through the raw size: the steady write rate
+        # falls with garbage collection's write amplification.
+        bpp = int(keys.get("blocks_per_plane", 256))
+        out.append(ranged("blocks_per_plane", bpp, bpp, 2 * bpp, integer=True))
+        if not past_cache and keys.get("slc_static_bytes", 0):
+            slc = float(keys.get("slc_program_us", 0) or prog / 3)
+            out.append(ranged("slc_program_us", slc, slc / 4, slc * 4))
+    if beside and suspend:
+        sus = float(keys.get("suspend_latency_us", 20.0))
+        out.append(ranged("suspend_latency_us", sus, 0.0, max(4 * sus, 20.0)))
+        res = float(keys.get("resume_latency_us", 0.0))
+        out.append(ranged("resume_latency_us", res, 0.0, max(4 * res, 20.0)))
+        if keys.get("max_suspends_per_op", 0):
+            out.append(ranged("max_suspends_per_op", keys["max_suspends_per_op"], 1, 64,
+                              integer=True))
+    if beside and rr and keys.get("max_inflight_per_queue", 0):
+        q = int(keys["max_inflight_per_queue"])
+        out.append(ranged("max_inflight_per_queue", q, max(q // 8, 1), q * 4, integer=True))
+    if beside and not rr:
+        q = int(keys.get("max_inflight_commands", 128))
+        out.append(ranged("max_inflight_commands", q, max(q // 8, 1), q * 4, integer=True))
+    return out
+
+
+# -- evaluation -------------------------------------------------------------------
+
+
+def sym_error(model: float | None, drive: float | None) -> float:
+    """max / min - 1: 0 when equal, 1 at a factor 2 either way."""
+    if drive is None:
+        return 0.0
+    if not model or model <= 0 or drive <= 0:
+        return MISSING_ERROR
+    return max(model, drive) / min(model, drive) - 1.0
+
+
+@dataclass(frozen=True)
+class Row:
+    job: str
+    direction: str
+    metric: str
+    drive: float | None
+    model: float | None
+    held_out: bool
+
+    @property
+    def error(self) -> float:
+        return sym_error(self.model, self.drive)
+
+
+def job_rows(job: DriveJob, model: dict[str, compare_fio.Figures], held_out: bool) -> list[Row]:
+    rows = []
+    for d, fig in job.figures.items():
+        ours = model.get(d)
+        for m in METRICS:
+            if fig.values.get(m) is None:
+                continue
+            rows.append(Row(job.name, d, m, fig.values[m],
+                            ours.values.get(m) if ours else None, held_out))
+    return rows
+
+
+def job_error(rows: list[Row]) -> float:
+    return sum(r.error for r in rows) / len(rows) if rows else 0.0
+
+
+@dataclass
+class Evaluator:
+    """Runs the drive's jobs on candidate profiles; remembers each result."""
+
+    drive: Drive
+    seed: int
+    ramp_s: float
+    runtime_s: float
+    runs: int = 0
+    cache: dict[str, dict[str, compare_fio.Figures]] = field(default_factory=dict)
+
+    def past_cache(self, job: DriveJob, keys: dict[str, Any]) -> bool:
+        """Did the drive write more than the static SLC cache in its ramp?"""
+        w = job.figures.get("write")
+        if w is None or not w.values.get("iops"):
+            return False
+        written = self.drive.ramp_s * w.values["iops"] * job.sim.write_block_bytes
+        return written >= keys.get("slc_static_bytes", 0)
+
+    def eval_text(self, text: str, job: DriveJob, factor: int) -> str:
+        keys = ssd_keys(text)
+        pre = "steady" if job.sim.writes else "full"
+        out = profile_with_precondition(text, pre)
+        if out is None:
+            raise FitError("profile has no [ssd] table")
+        if job.sim.writes and self.past_cache(job, keys):
+            out = set_keys(out, "ssd", {"slc_static_bytes": 0, "slc_dynamic_max_bytes": 0})
+        return proxy_text(out, factor)
+
+    def figures(self, text: str, job: DriveJob, factor: int) -> dict[str, compare_fio.Figures]:
+        ev = self.eval_text(text, job, factor)
+        key = hashlib.sha256(f"{job.name}\n{ev}".encode()).hexdigest()
+        if key not in self.cache:
+            doc = simulate.run(ev, job.sim, self.ramp_s, self.runtime_s, self.seed,
+                               label=f"{job.name}.toml")
+            self.runs += 1
+            self.cache[key] = simulate.figures(doc, f"devmodel-sim {job.name}")
+        return self.cache[key]
+
+    def rows(self, text: str, names: list[str], held_out: set[str], factor: int) -> list[Row]:
+        jobs = [self.drive.jobs[n] for n in names]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda j: self.figures(text, j, factor), jobs))
+        rows = []
+        for j, figs in zip(jobs, results):
+            rows += job_rows(j, figs, j.name in held_out)
+        return rows
+
+    def objective(self, text: str, names: list[str], factor: int) -> float:
+        rows = self.rows(text, names, set(), factor)
+        return sum(job_error([r for r in rows if r.job == n]) for n in names) / len(names)
+
+
+# -- the start profile and the search -------------------------------------------------
+
+
+def ssd_profiles() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PROFILE_DIR.glob("*.toml")):
+        try:
+            if tomllib.loads(p.read_text()).get("device", {}).get("model") == "ssd":
+                out[p.stem] = p
+        except tomllib.TOMLDecodeError:
+            continue
+    return out
+
+
+def choose_start(ev: Evaluator, fitted: list[str]) -> tuple[str, str]:
+    """The shipped SSD profile nearest the drive, and why: by QD1 read
+    latency when the drive ran randread-qd1, else by the error on every
+    fitted job at the profiles' own values."""
+    candidates = ssd_profiles()
+    scores = {}
+    for name, path in candidates.items():
+        text = path.read_text()
+        factor = proxy_factor(ssd_keys(text))
+        if QD1_JOB in fitted:
+            rows = ev.rows(text, [QD1_JOB], set(), factor)
+            scores[name] = next(r.error for r in rows if r.metric == "p50_us")
+        else:
+            scores[name] = ev.objective(text, fitted, factor)
+    best = min(scores, key=lambda n: (scores[n], n))
+    how = (f"QD1 read p50 nearest the drive's ({QD1_JOB})" if QD1_JOB in fitted
+           else "lowest error on the fitted jobs at its own values")
+    return best, how + ": " + ", ".join(f"{n} {scores[n]:.2f}" for n in sorted(scores))
+
+
+def arbitration_variants(text: str, jobs: list[simulate.SimJob]) -> dict[str, str]:
+    """The start text and, when a job reads beside writes, the same drive
+    with the other arbitration: where reads wait behind writes (one FIFO)
+    or beside them (separate pipelines) shapes a reader's tail more than
+    any time does. The round robin limits are 0 under "fifo"."""
+    keys = ssd_keys(text)
+    current = keys.get("arbitration", "fifo")
+    out = {current: text}
+    if any(j.reads and j.writes for j in jobs):
+        if current == "round_robin":
+            out["fifo"] = set_keys(text, "ssd", {"arbitration": "fifo", "max_inflight_reads": 0,
+                                                 "max_inflight_writes": 0,
+                                                 "max_inflight_per_queue": 0})
+        else:
+            out["round_robin"] = set_keys(text, "ssd", {"arbitration": "round_robin"})
+    return out
+
+
+def coordinate_descent(params: list[Param], f: Callable[[list[float]], float], rounds: int
+                       ) -> tuple[list[float], float]:
+    """Minimises f over [0, 1]^n: per round, each coordinate in turn tries
+    +step and -step (clamped) and keeps a strict improvement; the step
+    starts at 1/4 and halves each round. Deterministic."""
+    x = [p.to_unit(p.start) for p in params]
+    best = f(x)
+    step = 0.25
+    for r in range(rounds):
+        for i, p in enumerate(params):
+            for sign in (1, -1):
+                moved = False
+                while True:  # keep stepping while it improves
+                    u = min(max(x[i] + sign * step, 0.0), 1.0)
+                    if p.value(u) == p.value(x[i]):
+                        break
+                    trial = x[:i] + [u] + x[i + 1:]
+                    val = f(trial)
+                    log.debug("round %d %s=%s: %.4f", r, p.key, p.value(u), val)
+                    if val >= best - 1e-9:
+                        break
+                    x, best, moved = trial, val, True
+                if moved:
+                    break
+        step /= 2
+    return x, best
+
+
+def apply(text: str, params: list[Param], x: list[float], start_name: str) -> str:
+    values: dict[str, Any] = {}
+    comments = {}
+    for p, u in zip(params, x):
+        v = p.value(u)
+        for k, kv in p.keys(v).items():
+            values[k] = kv
+            old = p.start if k == p.key else p.follow[k]
+            comments[k] = f"fitted by blklab fit ({start_name}: {toml_value(old)})"
+    return set_keys(text, "ssd", values, comments)
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    drive: Drive
+    start: str
+    start_reason: str
+    params: list[Param]
+    fitted_values: dict[str, Any]
+    fitted_jobs: list[str]
+    held_out: list[str]
+    rows: list[Row]
+    objective_start: float
+    objective: float
+    evaluations: int
+    factor: int
+    text: str = ""
+
+
+def _fmt(v: float | None) -> str:
+    return compare_fio.fmt(v)
+
+
+def table(rows: list[Row]) -> list[list[str]]:
+    out = [["job", "set", "dir", "metric", "drive", "model", "model/drive", "error"]]
+    for r in rows:
+        out.append([r.job, "held out" if r.held_out else "fitted", r.direction, r.metric,
+                    _fmt(r.drive), _fmt(r.model), compare_fio.fmt_ratio(r.model, r.drive),
+                    f"{r.error:.2f}"])
+    return out
+
+
+def job_summary(rows: list[Row]) -> list[tuple[str, bool, float]]:
+    jobs = list(dict.fromkeys((r.job, r.held_out) for r in rows))
+    return [(j, h, job_error([r for r in rows if r.job == j])) for j, h in jobs]
+
+
+def render(res: Result, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({
+            "drive": str(res.drive.path), "start": res.start,
+            "parameters": {p.key: {"start": p.start, "fitted": res.fitted_values[p.key],
+                                   "range": [p.lo, p.hi]} for p in res.params},
+            "objective": {"start": res.objective_start, "fitted": res.objective},
+            "error": "max(model, drive) / min(model, drive) - 1",
+            "jobs": {j: {"held_out": h, "error": e} for j, h, e in job_summary(res.rows)},
+            "not_simulated": res.drive.unmapped,
+            "rows": [{"job": r.job, "held_out": r.held_out, "direction": r.direction,
+                      "metric": r.metric, "drive": r.drive, "model": r.model,
+                      "error": r.error} for r in res.rows],
+        }, indent=2) + "\n"
+    body = table(res.rows)
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(body[0]) + " |",
+                 "|" + "|".join("---" if i < 4 else "---:" for i in range(len(body[0]))) + "|"]
+        lines += ["| " + " | ".join(line) + " |" for line in body[1:]]
+        lines += ["", "| job | set | mean error |", "|---|---|---:|"]
+        lines += [f"| {j} | {'held out' if h else 'fitted'} | {e:.2f} |"
+                  for j, h, e in job_summary(res.rows)]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(line[i]) for line in body) for i in range(len(body[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in body]
+    lines += [f"job {j} ({'held out' if h else 'fitted'}): mean error {e:.2f}"
+              for j, h, e in job_summary(res.rows)]
+    lines += [f"not simulated: {j}: {why}" for j, why in res.drive.unmapped.items()]
+    return "\n".join(lines) + "\n"
+
+
+def header(res: Result) -> str:
+    meta = res.drive.meta
+    drive = ", ".join(f"{k} {meta[k]}" for k in ("model", "firmware", "size_bytes", "scheduler",
+                                                  "kernel", "fio") if meta.get(k)) or \
+        "no characterize.json: the drive is not named"
+    lines = [
+        f"Fitted by blklab fit to the drive results in {res.drive.path}",
+        f"({drive}), starting from {res.start}.toml ({res.start_reason}).",
+        "Data fitted to (file, sha256):",
+    ]
+    for n in res.fitted_jobs + res.held_out:
+        j = res.drive.jobs[n]
+        digest = hashlib.sha256(j.path.read_bytes()).hexdigest()
+        lines.append(f"  {j.path.name} {digest[:16]}" + ("  (held out)" if n in res.held_out else ""))
+    for n, why in res.drive.unmapped.items():
+        lines.append(f"  {n}.json: not simulated: {why}")
+    lines += [
+        f"Evaluated with devmodel-sim: drive RAMP {res.drive.ramp_s:g} s; proxy scale 1/{res.factor};",
+        f"{res.evaluations} simulator runs; objective (mean over jobs of the mean of",
+        "max(model, drive) / min(model, drive) - 1 over IOPS, p50, p99 per direction)",
+        f"{res.objective_start:.3f} at the start, {res.objective:.3f} fitted (on the proxy).",
+        "Free parameters (start -> fitted, range):",
+    ]
+    for p in res.params:
+        lines.append(f"  {p.key}: {toml_value(p.start)} -> {toml_value(res.fitted_values[p.key])}"
+                     f" [{p.lo:g}, {p.hi:g}]")
+    lines.append("Residual error of this profile, full size, per job and figure:")
+    body = table(res.rows)
+    widths = [max(len(line[i]) for line in body) for i in range(len(body[0]))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
+              for line in body]
+    lines += [f"  job {j} ({'held out' if h else 'fitted'}): mean error {e:.2f}"
+              for j, h, e in job_summary(res.rows)]
+    lines.append("The profile it started from, with its sources:")
+    return "".join(f"# {line}\n" if line else "#\n" for line in lines)
+
+
+def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = None,
+        hold_out: list[str] | None = None, ramp: str | None = None, seed: int = 1,
+        sim_ramp_s: float = DEFAULT_SIM_RAMP_S, sim_runtime_s: float = DEFAULT_SIM_RUNTIME_S,
+        rounds: int = DEFAULT_ROUNDS, max_error: float = DEFAULT_MAX_ERROR,
+        guest_fio: str | None = None) -> Result:
+    """The fitted profile's text and its error table; raises FitError."""
+    hold_out = list(dict.fromkeys(hold_out or []))
+    names = [n for n in dict.fromkeys(names or []) if n not in hold_out]
+    drive = load_drive(drive_dir, names, hold_out, ramp, guest_fio)
+    fitted = [n for n in drive.jobs if n not in hold_out]
+    ev = Evaluator(drive, seed, sim_ramp_s, sim_runtime_s)
+    profiles = ssd_profiles()
+    if start is None:
+        start, reason = choose_start(ev, fitted)
+    elif start in profiles:
+        reason = "named with --start"
+    else:
+        raise FitError(f"--start {start}: not an SSD profile in devmodel/profiles "
+                       f"({', '.join(profiles)})")
+    text = profiles[start].read_text()
+    keys = ssd_keys(text)
+    factor = proxy_factor(keys)
+    variants = arbitration_variants(text, [drive.jobs[n].sim for n in fitted])
+    if len(variants) > 1:
+        scores = {a: ev.objective(t, fitted, factor) for a, t in variants.items()}
+        chosen = min(scores, key=lambda a: (scores[a], a))
+        reason += ("; arbitration " + ", ".join(f"{a} {scores[a]:.2f}" for a in scores)
+                   + f": {chosen}")
+        comment = f"chosen by blklab fit ({start}: {keys.get('arbitration', 'fifo')})"
+        text = variants[chosen]
+        if chosen != keys.get("arbitration", "fifo"):
+            text = set_keys(text, "ssd", {"arbitration": chosen}, {"arbitration": comment})
+        keys = ssd_keys(text)
+    past = any(ev.past_cache(drive.jobs[n], keys) for n in fitted)
+    params = free_params(keys, [drive.jobs[n].sim for n in fitted], past)
+    log.info("fit: start %s, %d free parameters, proxy 1/%d", start, len(params), factor)
+
+    def f(x: list[float]) -> float:
+        return ev.objective(apply(text, params, x, start), fitted, factor)
+
+    x0 = [p.to_unit(p.start) for p in params]
+    objective_start = f(x0)
+    x, objective = coordinate_descent(params, f, rounds)
+    out_text = apply(text, params, x, start)
+    out_text = set_keys(out_text, "device", {"name": _device_name(drive, start)},
+                        {"name": "blklab fit"})
+    rows = ev.rows(out_text, fitted + hold_out, set(hold_out), 1)
+    res = Result(drive, start, reason, params, {p.key: p.value(u) for p, u in zip(params, x)},
+                 fitted, hold_out, rows, objective_start, objective, ev.runs, factor)
+    for j, h, e in job_summary(rows):
+        if not h and e > max_error:
+            raise FitError(f"{drive.jobs[j].path}: job {j}: after the fit the model is still off "
+                           f"by {e:.2f} on average (max/min - 1 of IOPS, p50, p99; --max-error "
+                           f"{max_error:g}): no profile from {start} fits these results")
+    res.text = header(res) + "#\n" + out_text
+    return res
+
+
+def _device_name(drive: Drive, start: str) -> str:
+    model = drive.meta.get("model")
+    return f"fitted to {model}" if isinstance(model, str) and model else \
+        f"fitted to {drive.path.name} from {start}"
+
+
+def check_profile(path: Path) -> None:
+    """devmodel-check's verdict on the written text (an ordinary profile)."""
+    tool = paths.build_dir() / "cmake" / "devmodel" / "devmodel-check"
+    proc = subprocess.run([str(tool), str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise FitError(f"the fitted profile does not validate: {proc.stderr.strip()}")
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("drive", type=Path, metavar="DRIVE_DIR",
+                   help="the drive's results (tools/characterize-drive.sh --out)")
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="the profile TOML to write (refused if it exists)")
+    p.add_argument("--start", metavar="PROFILE", help="the shipped SSD profile to start from "
+                   "(default: the nearest by QD1 read latency, else by error)")
+    p.add_argument("--job", action="append", default=[], metavar="NAME",
+                   help="fit to this job only; repeatable (default: every job the drive ran "
+                   "that the simulator maps)")
+    p.add_argument("--hold-out", action="append", default=[], metavar="JOB",
+                   help="leave this job out of the fit and report its error; repeatable")
+    p.add_argument("--ramp", metavar="TIME", help="the drive's RAMP when characterize.json "
+                   "does not record it (default: tools/characterize/defaults.env)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="the error table's format")
+    p.add_argument("--table", type=Path, metavar="FILE",
+                   help="write the error table to this new file instead of printing it")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, metavar="E",
+                   help="refuse when a fitted job's mean error (max/min - 1) stays above E "
+                   f"(default {DEFAULT_MAX_ERROR:g})")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                   help=f"coordinate descent rounds (default {DEFAULT_ROUNDS})")
+    p.add_argument("--sim-ramp", default=f"{DEFAULT_SIM_RAMP_S:g}s", metavar="TIME",
+                   help="virtual time each evaluation runs unmeasured")
+    p.add_argument("--sim-runtime", default=f"{DEFAULT_SIM_RUNTIME_S:g}s", metavar="TIME",
+                   help="virtual time each evaluation measures")
+    p.add_argument("--seed", type=int, default=1, help="the simulator's seed")
+
+
+def main(args: argparse.Namespace) -> int:
+    from blklab.results import write_atomic
+
+    for out in (args.output, args.table):
+        if out is not None and out.exists():
+            raise FitError(f"{out}: already exists; nothing is overwritten")
+    if args.rounds < 0:
+        raise FitError(f"--rounds {args.rounds}: must be 0 or more")
+    res = fit(args.drive, args.start, args.job, args.hold_out, args.ramp, args.seed,
+              characterize.seconds(args.sim_ramp, "SIM_RAMP"),
+              characterize.seconds(args.sim_runtime, "SIM_RUNTIME"),
+              args.rounds, args.max_error)
+    tmp = args.output.with_name(f".{args.output.name}.check.toml")
+    try:
+        write_atomic(tmp, res.text)
+        check_profile(tmp)
+    finally:
+        tmp.unlink(missing_ok=True)
+    text = render(res, args.format)
+    if args.table is not None:
+        write_atomic(args.table, text)
+    write_atomic(args.output, res.text)
+    if args.table is None:
+        print(text, end="")
+    else:
+        print(f"table: {args.table}")
+    print(f"profile: {args.output}")
+    return 0

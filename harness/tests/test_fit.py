@@ -1,0 +1,125 @@
+"""blklab fit's parts without a long fit: the suite's jobs as simulator
+jobs, profile text edits, the evaluation proxy, the error, the search, and
+the simulator's figures against ones derived from a profile."""
+
+import math
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from blklab import characterize, fit, paths, simulate
+from blklab.scenario import PROFILE_DIR
+
+REFERENCE = paths.REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+CHECK = paths.build_dir() / "cmake" / "devmodel" / "devmodel-check"
+
+
+def _option(job: characterize.SuiteJob, name: str) -> list[str]:
+    return [line.split("=", 1)[1] for line in job.text.splitlines()
+            if line.startswith(name + "=")]
+
+
+@pytest.mark.parametrize("job", [j for j in characterize.suite() if not j.optional],
+                         ids=lambda j: j.name)
+def test_every_timed_suite_job_maps_with_its_own_options(job):
+    sim = simulate.sim_job(job, characterize.defaults())
+    assert isinstance(sim, simulate.SimJob)
+    for key in ("iodepth", "rw", "rate"):
+        for value in _option(job, key):
+            assert any(f"{key}={value}" in s for s in sim.specs), (key, value, sim.specs)
+    assert len(sim.specs) == sum(1 for line in job.text.splitlines()
+                                 if line.startswith("[") and line != "[global]")
+
+
+def test_the_fill_does_not_map_and_says_why():
+    fill = next(j for j in characterize.suite() if j.name == "fill")
+    out = simulate.sim_job(fill, characterize.defaults() | {"FILL_SIZE": "8g"})
+    assert isinstance(out, simulate.Unmapped) and "FILL_SIZE" in out.reason
+
+
+def test_a_job_with_an_option_the_simulator_lacks_does_not_map(tmp_path):
+    p = tmp_path / "odd.fio"
+    p.write_text("[global]\nbs=4k\n[x]\nrw=randread\nnumjobs=4\n")
+    job = characterize.SuiteJob("odd", p, p.read_text(), "", ())
+    out = simulate.sim_job(job, {})
+    assert isinstance(out, simulate.Unmapped) and "numjobs=4" in out.reason
+
+
+def test_set_keys_replaces_lines_and_adds_missing_keys():
+    text = "# head\n[device]\nmodel = \"ssd\"\n\n[ssd]\npage_read_us = 45.0  # us [P2]\n"
+    out = fit.set_keys(text, "ssd", {"page_read_us": 30.5, "suspend": True},
+                       {"suspend": "why"})
+    data = tomllib.loads(out)
+    assert data["ssd"] == {"page_read_us": 30.5, "suspend": True}
+    assert "page_read_us = 30.5  # us [P2]" in out
+    assert out.startswith("# head\n")
+
+
+def test_sym_error_is_symmetric_and_zero_when_equal():
+    assert fit.sym_error(2.0, 1.0) == fit.sym_error(1.0, 2.0) == 1.0
+    assert fit.sym_error(5.0, 5.0) == 0.0
+    assert fit.sym_error(None, 5.0) == fit.MISSING_ERROR
+    assert fit.sym_error(5.0, None) == 0.0
+
+
+def test_coordinate_descent_finds_a_bowls_bottom_and_stays_in_range():
+    params = [fit.Param("a", 10.0, 1.0, 100.0), fit.Param("b", 5.0, 0.0, 10.0)]
+    want = (30.0, 2.0)
+
+    def f(x):
+        a, b = params[0].value(x[0]), params[1].value(x[1])
+        return abs(math.log(a / want[0])) + abs(b - want[1])
+
+    x, best = fit.coordinate_descent(params, f, rounds=8)
+    assert best < 0.05
+    assert 1.0 <= params[0].value(x[0]) <= 100.0 and 0 <= params[1].value(x[1]) <= 10
+
+
+@pytest.mark.parametrize("name", sorted(fit.ssd_profiles()))
+def test_the_proxy_of_each_ssd_profile_is_valid_and_keeps_its_shape(name, tmp_path):
+    text = (PROFILE_DIR / f"{name}.toml").read_text()
+    keys = fit.ssd_keys(text)
+    factor = fit.proxy_factor(keys)
+    proxy = fit.ssd_keys(fit.proxy_text(text, factor))
+    assert proxy["pages_per_block"] * factor == keys["pages_per_block"]
+    if keys["pages_per_block"] % 3 == 0:
+        assert proxy["pages_per_block"] % 3 == 0
+    if keys.get("capacity_bytes"):
+        assert abs(proxy["capacity_bytes"] * factor / keys["capacity_bytes"] - 1) < 1e-3
+    p = tmp_path / f"{name}.toml"
+    p.write_text(fit.proxy_text(text, factor))
+    proc = subprocess.run([str(CHECK), str(p)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_qd1_on_fixed_10us_gives_100k_iops_in_the_simulator():
+    job = simulate.SimJob("qd1", ("reader:rw=randread,bs=4k,iodepth=1",), False, True, 0)
+    doc = simulate.run((PROFILE_DIR / "fixed-10us.toml").read_text(), job, 0, 0.1, 1)
+    figs = simulate.figures(doc, "devmodel-sim")
+    assert figs["read"].values["iops"] == 100000
+    assert figs["read"].values["p50_us"] == pytest.approx(10.048)  # fio's bucket of 10 us
+
+
+def test_a_drive_job_past_the_cache_is_evaluated_without_one():
+    drive = fit.load_drive(REFERENCE, [], [], "360s", guest_fio="3.33")
+    ev = fit.Evaluator(drive, 1, 0.1, 0.1)
+    job = drive.jobs["read-beside-writes-max"]
+    text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
+    assert ev.past_cache(job, fit.ssd_keys(text))
+    keys = fit.ssd_keys(ev.eval_text(text, job, 1))
+    assert keys["slc_static_bytes"] == 0 and keys["precondition"] == "steady"
+    short = fit.load_drive(REFERENCE, [], [], "1s", guest_fio="3.33")
+    assert not fit.Evaluator(short, 1, 0.1, 0.1).past_cache(short.jobs[job.name],
+                                                             fit.ssd_keys(text))
+
+
+def test_load_drive_refuses_a_hold_out_the_drive_did_not_run():
+    with pytest.raises(fit.FitError, match="randread-qd4.json: job randread-qd4: missing"):
+        fit.load_drive(REFERENCE, [], ["randread-qd4"], None, guest_fio="3.33")
+
+
+def test_holding_out_every_job_leaves_nothing_to_fit():
+    with pytest.raises(fit.FitError, match="every job is held out"):
+        fit.load_drive(REFERENCE, [], ["read-beside-writes-max"], None, guest_fio="3.33")
