@@ -267,6 +267,8 @@ done
 # guest reads and every cell's kernel would unpack; the symbols stay.
 install -m 0755 "$blkgen" "$root/usr/bin/blkgen"
 inroot "$build_root" strip --strip-debug /blklab-image/root/usr/bin/blkgen
+install -m 0755 "$jobpoint" "$root/usr/bin/blklab-jobpoint"
+inroot "$build_root" strip --strip-debug /blklab-image/root/usr/bin/blklab-jobpoint
 root_files() {  # root_files PROGRAM...: them and their libraries
     local p
     for p in "$@"; do

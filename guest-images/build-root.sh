@@ -118,13 +118,15 @@ blkgen_key() {
     } | sha256sum | cut -c1-16
 }
 
-# build_blkgen: sets blkgen to a static blkgen built in the build root from
-# the repository's sources, cached by blkgen_key.
+# build_blkgen: sets blkgen to a static blkgen and jobpoint to a static
+# blklab-jobpoint (workload/jobpoint.cc), built in the build root from the
+# repository's sources, cached by blkgen_key.
 build_blkgen() {
     local key dir src f
     key=$(blkgen_key)
     dir=$cache/blkgen/$key
     blkgen=$dir/blkgen
+    jobpoint=$dir/blklab-jobpoint
     [[ -x $blkgen ]] && return 0
     ensure_root
     exec 8>"$cache/guest-root/.lock"
@@ -139,14 +141,17 @@ build_blkgen() {
     # The top-level CMakeLists.txt builds only what is there: workload/.
     if ! { inroot "$build_root" cmake -S /blklab/src -B /blklab/build -G Ninja \
                -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF &&
-           inroot "$build_root" ninja -C /blklab/build -j "${BLKLAB_JOBS:-$(nproc)}" blkgen
+           inroot "$build_root" ninja -C /blklab/build -j "${BLKLAB_JOBS:-$(nproc)}" \
+               blkgen blklab-jobpoint
          } >"$src/build.log" 2>&1; then
         tail -n 30 "$src/build.log" >&2
         die "building blkgen in the build root failed (log above)"
     fi
     mkdir -p "$dir"
+    install -m 0755 "$src/build/workload/blklab-jobpoint" "$jobpoint"
     install -m 0755 "$src/build/workload/blkgen" "$dir/blkgen.tmp"
     rm -rf "$src"
+    # blkgen last: its presence says the directory is whole
     mv "$dir/blkgen.tmp" "$blkgen"
     exec 8>&-
 }

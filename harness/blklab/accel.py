@@ -37,9 +37,11 @@ def kvm_boots(qemu: Path, image_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -
     with tempfile.TemporaryDirectory(prefix="blklab-probe-") as tmp:
         work = Path(tmp)
         initrd = work / "initrd.cpio"
-        guest_initrd(initrd, image_dir, JobBundle.probe().cpio())
+        guest_initrd(initrd, image_dir)
+        job = work / "job.cpio"
+        job.write_bytes(JobBundle.probe().cpio())
         config = VMConfig(qemu=qemu, kernel=image_kernel(image_dir), initrd=initrd, workdir=work,
-                          vcpus=1, memory_mib=512, accel="kvm", mode="realtime")
+                          vcpus=1, memory_mib=512, accel="kvm", mode="realtime", job_path=job)
         try:
             with VM(config) as vm:
                 vm.wait(timeout_s)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel, model_timing, notes, paths
+from blklab import channel, model_timing, notes, paths, snapshot
 from blklab.bundle import JobBundle
-from blklab.errors import VMError
+from blklab.errors import BlklabError, VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
                             summarize)
 from blklab.scenario import Cell, Scenario
@@ -133,8 +133,11 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  ) -> tuple[CellResult, dict[str, bytes]]:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
                                 scenario.fault, scenario.capture)
+    fio = scenario.workload == "fio"
     initrd = scratch / "initrd.cpio"
-    guest_initrd(initrd, ctx.image_dir, bundle.cpio(), fio=scenario.workload == "fio")
+    guest_initrd(initrd, ctx.image_dir, fio=fio)
+    job = scratch / "job.cpio"
+    job.write_bytes(bundle.cpio())
     backing = None
     if cell.device.backing == "file":
         backing = scratch / "disk.raw"
@@ -155,14 +158,27 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         vcpu_quantum_ns=scenario.guest.vcpu_quantum_ns or 0,
         pause_ns=scenario.guest.pause_ns or 0, device=cell.device,
         backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell),
-        nvme_poll_queues=scenario.guest.nvme_poll_queues)
+        nvme_poll_queues=scenario.guest.nvme_poll_queues, job_path=job)
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
     vm_error = None
     started = time.monotonic()
     vm = None
+    snap = None
+    cold_why = cold_boot_reason(scenario, ctx)
+    result.host["qemu_cmdline"] = []  # until a QEMU starts
     try:
+        if cold_why is None:
+            inputs = snapshot.inputs_of(config, ctx.image.get("hash", ""), fio)
+            result.host["boot"] = {"from": "snapshot", "snapshot": snapshot.key_of(inputs)}
+            snap = snapshot.ensure(config, inputs, scenario.timeout_s, ctx.make_vm)
+            config.incoming = snap.state
+            result.host["boot"] |= {"made_by_this_cell": snap.made,
+                                    "seconds_before_restore": round(time.monotonic() - started, 3)}
+        else:
+            result.host["boot"] = {"from": "cold", "why": cold_why}
         vm = ctx.make_vm(config)
+        launched = time.monotonic()
         result.host["qemu_cmdline"] = vm.cmd
         result.host["backend"] = ctx.backend
         if ctx.accel_fallback:
@@ -176,13 +192,19 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             if cell.device.profile is not None:
                 result.devmodel = vm.device_counters()
                 result.model_timing = model_timing.assess(result.devmodel)
-    except VMError as e:
+    except BlklabError as e:
         vm_error = str(e)
     finally:
         result.host["wall_seconds"] = round(time.monotonic() - started, 3)
         if vm is not None:
             vm.console_watch.poll()
             result.host["workload_wall_seconds"] = vm.console_watch.workload_seconds()
+            if "workload_start" in vm.console_watch.seen:
+                # From QEMU's start (after any snapshot was made) to the
+                # guest's "workload start" line, as the harness saw it
+                # (to POLL_S).
+                result.host["seconds_to_workload"] = round(
+                    vm.console_watch.seen["workload_start"] - launched, 3)
 
     try:
         blob = config.results_path.read_bytes()
@@ -198,6 +220,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             keep[f"{rel_dir}/{name}"] = (scratch / name).read_bytes()
         except FileNotFoundError:
             pass
+    if snap is not None:
+        # The guest's console from its boot to its job point, then this cell's.
+        keep[f"{rel_dir}/console.log"] = snap.console() + keep.get(f"{rel_dir}/console.log", b"")
     # Usually empty: kept when QEMU said something (a warning, a sanitizer
     # report in a sanitizer build).
     stderr = config.stderr_log.read_bytes() if config.stderr_log.exists() else b""
@@ -229,6 +254,19 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     if result.error:
         log.warning("cell %s failed: %s", cell.id, result.error)
     return result, keep
+
+
+def cold_boot_reason(scenario: Scenario, ctx: CellContext) -> str | None:
+    """Why the cell boots its guest rather than starting from the guest
+    saved at its job point (blklab.snapshot); None if it starts from there."""
+    if scenario.guest.boot == "cold":
+        return "[guest] boot = \"cold\""
+    if ctx.mode != "deterministic":
+        return ("realtime mode: a guest saved at its job point is restored only in "
+                "deterministic mode, where its state is the same on every host")
+    if ctx.backend != "direct":
+        return f"the {ctx.backend} backend starts its own QEMU; it boots every cell"
+    return None
 
 
 def adjusted_tunables(cell: Cell, in_effect: dict[str, Any]) -> list[dict[str, str]]:

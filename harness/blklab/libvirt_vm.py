@@ -115,7 +115,7 @@ def domain_xml(config: VMConfig, name: str) -> str:
     # the board's ISA devices, so COM1 would move in the ACPI DSDT.
     qemu_args = ["-uuid", NO_UUID, "-boot", "strict=off",
                  "-chardev", f"file,id=console,path={_opt(config.console_log)}",
-                 "-serial", "chardev:console"]
+                 "-serial", "chardev:console"] + config.job_args()
     # Properties libvirt's elements cannot set: (name, type, value) by the
     # alias of the device they go on.
     overrides: dict[str, list[tuple[str, str, str]]] = {

@@ -78,6 +78,8 @@ CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
 # real machine's cores do not share one instruction stream; "shared" is what
 # every run used before the key existed.
 VCPU_CLOCKS = ("shared", "parallel")
+# [guest] boot: each cell from the guest saved at its job point, or booted.
+BOOTS = ("restore", "cold")
 DEFAULT_VCPU_CLOCKS = "parallel"
 DEFAULT_VCPU_QUANTUM_NS = 250  # docs/determinism.md: a twentieth of the fastest profile's read
 VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
@@ -169,6 +171,10 @@ class Guest:
     # drivers/nvme/host/pci.c refuses more than the possible CPUs (5.10, 6.1
     # and 6.12 alike), so at most vcpus.
     nvme_poll_queues: int = 0
+    # "restore": each cell starts from the guest saved at its job point,
+    # booted once per guest (deterministic mode, direct backend; blklab.snapshot);
+    # "cold": each cell boots.
+    boot: str = "restore"
 
     @property
     def cpu_rate_text(self) -> str:
@@ -1097,8 +1103,8 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
 
 # The [guest] keys `blklab run --guest KEY=VALUE` may set.
 GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "pause_ns", "nvme_poll_queues")
-_GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks")  # kernel=6.12 is the series, not a number
+              "pause_ns", "nvme_poll_queues", "boot")
+_GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks", "boot")  # kernel=6.12 is the series, not a number
 
 
 def parse_guest_set(items: list[str]) -> tuple[tuple[str, str], ...]:
@@ -1248,6 +1254,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         cpu_rate=_parse_cpu_rate(g),
         vcpu_clocks=g.choice("vcpu_clocks", VCPU_CLOCKS, DEFAULT_VCPU_CLOCKS),
         pause_ns=g.integer("pause_ns", DEFAULT_PAUSE_NS, 0, PAUSE_MAX_NS),
+        boot=g.choice("boot", BOOTS, "restore"),
     )
     quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
     if guest.vcpu_clocks == "parallel":

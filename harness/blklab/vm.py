@@ -47,6 +47,11 @@ COUNTERS_PROPERTY = "devmodel-counters"
 
 # The initrd's size is made a whole number of pages (see guest_initrd).
 INITRD_ALIGN = 4096
+# The fw_cfg file holding a cell's job bundle, which the guest reads after its
+# job point (workload/jobpoint.cc).
+JOB_FW_CFG_NAME = "opt/org.blklab/job"
+# The QOM path of the job point device (qemu-patches/0046).
+JOBPOINT_ID = "blklab-jobpoint0"
 
 
 def image_kernel(image_dir: Path) -> Path:
@@ -61,11 +66,13 @@ def image_kernel(image_dir: Path) -> Path:
     return kernel
 
 
-def guest_initrd(path: Path, image_dir: Path, bundle_cpio: bytes, fio: bool = False) -> None:
+def guest_initrd(path: Path, image_dir: Path, fio: bool = False) -> None:
     """Write the image's initramfs, then its fio.cpio if `fio` (fio and the
     libraries only it needs: 70 MB that a blkgen cell's kernel would unpack
-    into RAM for nothing), then a job bundle, zero-padded to a whole page
-    (the kernel's unpacker reads the archives in turn and skips zeros).
+    into RAM for nothing), zero-padded to a whole page (the kernel's
+    unpacker reads the archives in turn and skips zeros). The same for every
+    cell of a guest: the job reaches the guest after its job point, as an
+    fw_cfg file (VMConfig.job_path).
 
     QEMU loads the initrd so that it ends as high as it may (below the
     ACPI tables), its start rounded down to a page. A size that is not a
@@ -81,7 +88,6 @@ def guest_initrd(path: Path, image_dir: Path, bundle_cpio: bytes, fio: bool = Fa
         for name in parts:
             with open(image_dir / name, "rb") as part:
                 shutil.copyfileobj(part, out, 1 << 20)
-        out.write(bundle_cpio)
         out.write(bytes(-out.tell() % INITRD_ALIGN))
 
 
@@ -118,6 +124,15 @@ class VMConfig:
     # The QMP socket; a Unix socket path must stay under 108 bytes, so by
     # default it lives in a short temporary directory, not in workdir.
     qmp_path: Path | None = None
+    # The cell's job bundle (a cpio archive), given to the guest as the fw_cfg
+    # file JOB_FW_CFG_NAME; None: no job (a guest saved at its job point).
+    job_path: Path | None = None
+    # Stay stopped at the job point, for the harness to save the guest there
+    # (blklab.snapshot); otherwise the guest runs on from it at once.
+    hold_at_job_point: bool = False
+    # Start from a guest saved at its job point (a QEMU migration file)
+    # instead of booting.
+    incoming: Path | None = None
 
     @property
     def console_log(self) -> Path:
@@ -209,7 +224,7 @@ class VMConfig:
             "-device", f"virtio-serial-pci,id=vser0,addr={PCI_SLOT_RESULTS:#x},ioeventfd=off",
             "-chardev", f"file,id=results,path={_opt(self.results_path)}",
             "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
-        ]
+        ] + self.job_args()
         if self.mode == "deterministic":
             cmd += ["-icount", self.icount_option(),
                     "-rtc", f"clock=vm,base={DETERMINISTIC_RTC_BASE}"]
@@ -217,7 +232,23 @@ class VMConfig:
             cmd += ["-trace", "det_*", "-D", str(self.trace_path)]
         if self.device is not None:
             cmd += self._device_args(self.device)
+        if self.incoming is not None:
+            cmd += ["-incoming", f"file:{self.incoming}"]
         return cmd
+
+    def job_args(self) -> list[str]:
+        """The job point device and the job's fw_cfg file (both backends)."""
+        jobpoint = f"blklab-jobpoint,id={JOBPOINT_ID}"
+        args = []
+        if self.hold_at_job_point:
+            jobpoint += ",hold=on"
+            # The saved stream leaves out the run state (paused, at the job
+            # point), so that a QEMU restored from it runs at once.
+            args += ["-global", "migration.store-global-state=off"]
+        args += ["-device", jobpoint]
+        if self.job_path is not None:
+            args += ["-fw_cfg", f"name={JOB_FW_CFG_NAME},file={_opt(self.job_path)}"]
+        return args
 
     def _device_args(self, d: Device) -> list[str]:
         if d.backing == "null":

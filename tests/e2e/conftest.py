@@ -37,6 +37,7 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
 SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
 LONGEST_FIRST = [  # by the two-worker run's --durations (and cells added since)
     "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
+    "test_snapshot.py",
     "hdd-sorting-nr-requests", "ssd-gc-tail", "read-vs-background-writes",
     "hdd-ncq-vs-sorting", "multi-tenant-bfq", "test_flavours.py", "test_faults.py",
     "guest-cpu", "optane-class", "test_integrity.py", "cloud-mysql-incident-as-run",
