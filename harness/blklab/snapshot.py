@@ -193,7 +193,41 @@ def ensure(config: VMConfig, inputs: dict[str, Any], timeout_s: float,
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    prune(root, keep=snap_dir)
     return Snapshot(key, snap_dir, made=True)
+
+
+# The most the snapshots in the cache may take, in GiB (BLKLAB_SNAPSHOT_CACHE_GIB),
+# and how long a snapshot stays after its last use whatever the total.
+DEFAULT_CACHE_GIB = 20.0
+KEEP_RECENT_S = 3600.0
+
+
+def prune(root: Path, keep: Path, now: float | None = None) -> list[Path]:
+    """Remove the least recently used snapshots until the cache is within
+    its size (a snapshot's directory time is its last use), never `keep`
+    nor one used in the last KEEP_RECENT_S (a cell may be about to start
+    from it). Returns the removed directories."""
+    limit = float(os.environ.get("BLKLAB_SNAPSHOT_CACHE_GIB", DEFAULT_CACHE_GIB)) * (1 << 30)
+    now = time.time() if now is None else now
+    entries = []
+    for d in root.iterdir():
+        if d.is_dir() and (d / INPUTS).exists():
+            size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+            entries.append((d.stat().st_mtime, d, size))
+    total = sum(size for _, _, size in entries)
+    removed = []
+    for mtime, d, size in sorted(entries):
+        if total <= limit:
+            break
+        if d == keep or now - mtime < KEEP_RECENT_S:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        (root / f"{d.name}.lock").unlink(missing_ok=True)
+        total -= size
+        removed.append(d)
+        log.info("snapshot cache: removed %s (last used %.0f s ago)", d.name, now - mtime)
+    return removed
 
 
 def _make(config: VMConfig, state: Path, timeout_s: float,

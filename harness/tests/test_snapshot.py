@@ -143,3 +143,25 @@ def test_an_unknown_boot_is_an_error_naming_the_key(tmp_path):
     with pytest.raises(ScenarioError) as e:
         scenario_with(tmp_path, 'boot = "warm"')
     assert "guest.boot" in str(e.value) and "restore" in str(e.value)
+
+
+def test_the_cache_drops_the_least_recently_used_beyond_its_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLKLAB_SNAPSHOT_CACHE_GIB", str(2.5 / 1024))  # 2.5 MiB
+    import os
+    now = 1_000_000.0
+    dirs = []
+    for i, age in enumerate((10_000, 9_000, 8_000, 100)):  # seconds since last use
+        d = tmp_path / f"s{i}"
+        d.mkdir()
+        (d / snapshot.INPUTS).write_text("{}")
+        (d / snapshot.STATE).write_bytes(bytes(1 << 20))
+        (tmp_path / f"s{i}.lock").write_text("")
+        os.utime(d, (now - age, now - age))
+        dirs.append(d)
+    removed = snapshot.prune(tmp_path, keep=dirs[0], now=now)
+    # 4 MiB > 2.5 MiB: the oldest is the one just made (kept), the next two go
+    assert removed == [dirs[1], dirs[2]]
+    assert dirs[0].exists() and dirs[3].exists()
+    assert not (tmp_path / "s1.lock").exists()
+    monkeypatch.setenv("BLKLAB_SNAPSHOT_CACHE_GIB", str(0.5 / 1024))
+    assert snapshot.prune(tmp_path, keep=dirs[0], now=now) == []  # s3 used 100 s ago
