@@ -11,9 +11,10 @@ mixed read/write job, two schedulers each), in a cache of their own:
   it was restored and from which snapshot;
 - a second run, with a CPU hog on every host core, restores from the saved
   files and gives the same bytes;
-- cells that boot ([guest] boot = "cold") give the same bytes too: the
-  booted guest goes through the same stop at its job point, and the saved
-  state is exactly the state it went on from;
+- cells that boot ([guest] boot = "cold") give the same bytes too: at its
+  job point the booted guest's round-robin loop starts afresh as a
+  restored QEMU's does, and the saved state is exactly the state it goes
+  on from;
 - a snapshot whose recorded inputs are not the cell's, or whose state is
   missing, fails the cell with what differs, and is not replaced.
 """
