@@ -52,15 +52,13 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
 # ms at the other twelve; and 24.4 ms at 1024 MiB, the size this test
 # used as the timeline without a stall. So the stall is shown at 1024 MiB,
 # the check of 0019 (the slowest read under 5 ms) runs at 1000 MiB (0.56
-# ms), and the bounded turns at 1024 MiB.
-# Not strict: on 2026-12-06 the same saved guest gave 24.4 ms in two runs
-# and 0.57 ms in a third (make test's), so this restored shared-clock cell
-# is not yet the same bytes run to run; that is an open problem, not a
-# passing check.
+# ms), and the bounded turns at 1024 MiB. Those restored timelines were
+# not yet the same run to run: a host-timed timer ended the first turn
+# after the restore (fixed by qemu-patches/0049); since then the 1024 MiB
+# cell's slowest read is 74.4 ms in every run.
 STALLS_WITH_1024_MIB = pytest.mark.xfail(
-    strict=False, reason="a read waits 24.4 ms at 1024 MiB: IPIs to the other vCPU are taken "
-    "late, when the sender's round-robin turn ends (the model's slowest read is 1.6 us); and "
-    "the restored shared-clock timeline differed run to run (0.57 ms once)")
+    strict=True, reason="a read waits 74.4 ms at 1024 MiB: IPIs to the other vCPU are taken "
+    "late, when the sender's round-robin turn ends (the model's slowest read is 1.6 us)")
 
 
 @pytest.mark.parametrize("memory_mib, quantum_ns", [
