@@ -71,7 +71,7 @@ DEB_PACKAGES := \
 .PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
 	test-host-debian13 \
 	bench-device bench-io-path bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate \
-	bench-pause
+	bench-cpu-paths bench-pause
 .PHONY: fuzz-build fuzz test-fuzz fuzz-qtest test-qtest-fuzz cmake-asan test-sanitize qemu-asan test-sanitize-qemu
 
 all: qemu image
@@ -256,6 +256,9 @@ bench-pause: qemu image
 # which they take the published core's time (docs/determinism.md).
 bench-cpu-rate: qemu images
 	$(PYTHON) tests/bench/cpu-rate.py
+
+bench-cpu-paths: qemu images
+	$(PYTHON) tests/bench/cpu-paths.py
 
 clean:
 	rm -rf $(BUILD)

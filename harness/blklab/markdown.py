@@ -190,8 +190,8 @@ def render(cells: list[dict[str, Any]], manifest: dict[str, Any],
 
 # The guest settings a run's cells record (request.*), by the [guest] key
 # (and --guest key) that sets each.
-GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "pause_ns", "nvme_poll_queues")
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu", "cpu_rate", "vcpu_clocks",
+              "vcpu_quantum_ns", "pause_ns", "irq_ns", "syscall_ns", "wake_ns", "nvme_poll_queues")
 
 
 def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:
@@ -200,6 +200,9 @@ def _guest_of(cells: list[dict[str, Any]]) -> dict[str, str]:
     if req.get("mode") == "deterministic":
         # Recorded since the key came; before it a PAUSE was one instruction.
         req.setdefault("pause_ns", 0)
+        # Recorded since presets came; before them the model had no events.
+        for key in ("irq_ns", "syscall_ns", "wake_ns"):
+            req.setdefault(key, 0)
     return {k: format(req[k], "g") if isinstance(req.get(k), float) else str(req.get(k))
             for k in GUEST_KEYS}
 

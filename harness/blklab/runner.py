@@ -94,6 +94,9 @@ def run_id_of(scenario: Scenario, mode: str, accel: str,
         inputs["vcpu_clocks"] = [scenario.guest.vcpu_clocks, scenario.guest.vcpu_quantum_ns]
     if scenario.guest.pause_ns:  # only then, so other runs keep their ids
         inputs["pause_ns"] = scenario.guest.pause_ns
+    events = {k: getattr(scenario.guest, k) for k in ("irq_ns", "syscall_ns", "wake_ns")}
+    if any(events.values()):  # only then, so other runs keep their ids
+        inputs["cpu_events"] = events
     if scenario.short:  # the short form is another run of the same file
         inputs["short"] = True
     if scenario.guest_set:  # only then, so other runs keep their ids
@@ -219,6 +222,14 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
         "vcpu_clocks": scenario.guest.vcpu_clocks,
         "vcpu_quantum_ns": scenario.guest.vcpu_quantum_ns,
         "pause_ns": scenario.guest.pause_ns,  # -icount pause=; None in realtime mode
+        # The named CPU (cpus/*.toml) and the ns spent besides instructions
+        # per interrupt, system call and wake-up (-icount irq=, syscall=,
+        # wake=): the values in effect, [guest] keys applied; None in
+        # realtime mode.
+        "cpu": scenario.guest.cpu,
+        "irq_ns": scenario.guest.irq_ns,
+        "syscall_ns": scenario.guest.syscall_ns,
+        "wake_ns": scenario.guest.wake_ns,
         "nvme_poll_queues": scenario.guest.nvme_poll_queues,  # nvme.poll_queues
         "seeds": scenario.seeds,
         "repeats": scenario.repeats,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from blklab import kernels
+from blklab import cpus, kernels
 from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
@@ -55,20 +55,20 @@ VIRTIO_BLK_MAX_QUEUES = 1024
 VIRTIO_BLK_RING_ENTRIES = 1024  # VIRTQUEUE_MAX_SIZE
 VIRTIO_BLK_MIN_RING_ENTRIES = 4  # QEMU's virtio-blk wants queue-size > 2
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
-# [guest] cpu_rate: instructions per ns per vCPU (docs/determinism.md).
-# The rate at which the 6.1 guest's polled io_uring read takes the time one
-# Ice Lake-SP core took per I/O in a published measurement (387.6 ns, 2.58M
-# IOPS at QD128): 3,434 of its instructions per I/O, fio's own work not
-# counted (docs/determinism.md, "Where a calibrated rate comes from";
-# `make bench-cpu-rate` measures it again). The default; 1 (icount's
-# shift=0) is what every run used before the key existed.
-CALIBRATED_CPU_RATE = 8.86
+# [guest] cpu: the named CPU (cpus/*.toml, blklab.cpus) whose model
+# deterministic mode's vCPUs follow: cpu_rate (instructions per ns per vCPU,
+# -icount rate=), pause_ns, irq_ns, syscall_ns and wake_ns (docs/cpus.md).
+# Each [guest] key of those names overrides the preset's value.
+DEFAULT_CPU = cpus.DEFAULT_CPU
+_DEFAULT = cpus.presets()[DEFAULT_CPU]
+# The default preset's rate: the 6.1 guest's polled io_uring read at one Ice
+# Lake-SP core's published time per I/O (docs/determinism.md, "Where a
+# calibrated rate comes from"; `make bench-cpu-rate` measures it again).
+CALIBRATED_CPU_RATE = _DEFAULT.cpu_rate
 DEFAULT_CPU_RATE = CALIBRATED_CPU_RATE
-CPU_RATE_MIN = 0.25
-# Above what any current core sustains (6-wide at 5 GHz is 30), and below
-# QEMU's -icount rate= limit (1024).
-CPU_RATE_MAX = 32.0
-CPU_RATE_DIGITS = 6  # after the point: what QEMU's -icount rate= takes
+CPU_RATE_MIN = cpus.CPU_RATE_MIN
+CPU_RATE_MAX = cpus.CPU_RATE_MAX
+CPU_RATE_DIGITS = cpus.CPU_RATE_DIGITS
 
 
 # [guest] vcpu_clocks: one clock that every vCPU's instructions advance
@@ -87,20 +87,20 @@ VCPU_QUANTUM_MAX_NS = 1_000_000  # QEMU's limit
 # [guest] pause_ns: the virtual time an x86 PAUSE takes (QEMU's -icount
 # pause=NS, qemu-patches/0039) instead of one instruction's. Intel's
 # optimization manual gives "as many as 140 cycles" from Skylake on (about
-# 10 before): 40 ns at the 3.5 GHz that CALIBRATED_CPU_RATE assumes
-# (docs/determinism.md, "PAUSE"). A spin-wait loop (the kernel's APIC timer
-# calibration, a contended spinlock) then runs as many iterations per ns as
-# on that core, and costs the host no more. 0 keeps PAUSE one instruction,
-# as every run before the key; the default goes with CALIBRATED_CPU_RATE.
-CALIBRATED_PAUSE_NS = 40
+# 10 before): each preset gives it at its clock. A spin-wait loop (the
+# kernel's APIC timer calibration, a contended spinlock) then runs as many
+# iterations per ns as on that core, and costs the host no more. 0 keeps
+# PAUSE one instruction, as every run before the key.
+CALIBRATED_PAUSE_NS = _DEFAULT.pause_ns
 DEFAULT_PAUSE_NS = CALIBRATED_PAUSE_NS
-PAUSE_MAX_NS = 10_000  # QEMU's limit
+PAUSE_MAX_NS = cpus.PAUSE_MAX_NS
+# [guest] irq_ns, syscall_ns, wake_ns: the time a vCPU spends besides its
+# instructions on each hardware interrupt it takes, system call it makes and
+# wake-up from HLT (-icount irq=, syscall=, wake=; qemu-patches/0050).
+EVENT_MAX_NS = cpus.EVENT_MAX_NS
 
 
-def cpu_rate_text(rate: float) -> str:
-    """A rate as a decimal with at most CPU_RATE_DIGITS digits after the
-    point and no trailing zeros: 1 -> "1", 2.5 -> "2.5"."""
-    return f"{rate:.{CPU_RATE_DIGITS}f}".rstrip("0").rstrip(".")
+cpu_rate_text = cpus.rate_text
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,13 @@ class Guest:
     # The time a PAUSE takes in deterministic mode (-icount pause=NS); None
     # in realtime mode.
     pause_ns: int | None = DEFAULT_PAUSE_NS
+    # The named CPU (cpus/*.toml) and its event times in deterministic mode
+    # (-icount irq=, syscall=, wake=), the [guest] keys applied; None in
+    # realtime mode.
+    cpu: str | None = DEFAULT_CPU
+    irq_ns: int | None = _DEFAULT.irq_ns
+    syscall_ns: int | None = _DEFAULT.syscall_ns
+    wake_ns: int | None = _DEFAULT.wake_ns
     # The nvme driver's poll_queues module parameter (nvme.poll_queues on the
     # kernel command line): I/O queues without interrupts, which io_uring's
     # polled I/O (fio hipri=1) completes by polling. io_queue_count_set() in
@@ -615,15 +622,17 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
     return devices
 
 
-def _parse_cpu_rate(g: _Reader) -> float:
-    rate = g.get("cpu_rate", (int, float), DEFAULT_CPU_RATE)
-    if not CPU_RATE_MIN <= rate <= CPU_RATE_MAX:
-        raise g.error("cpu_rate", f"must be between {cpu_rate_text(CPU_RATE_MIN)} and "
-                      f"{cpu_rate_text(CPU_RATE_MAX)} instructions per ns per vCPU, got {rate}")
-    if float(cpu_rate_text(rate)) != rate:
-        raise g.error("cpu_rate", f"{rate} has more than {CPU_RATE_DIGITS} digits after the "
-                      "point")
-    return float(rate)
+def _parse_cpu(g: _Reader) -> dict[str, Any]:
+    """[guest] cpu and the model's keys: the preset's values, each key
+    given in the table in place of the preset's."""
+    preset = cpus.presets()[g.choice("cpu", cpus.names(), DEFAULT_CPU)]
+    values: dict[str, Any] = {"cpu": preset.name}
+    for key, default in preset.values().items():
+        value = g.get(key, (int, float), default)
+        if (why := cpus.value_error(key, value)) is not None:
+            raise g.error(key, why)
+        values[key] = float(value) if key == "cpu_rate" else value
+    return values
 
 
 def check_deterministic(path: str, devices: list[Device], why: str) -> None:
@@ -1102,9 +1111,9 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
 
 
 # The [guest] keys `blklab run --guest KEY=VALUE` may set.
-GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "pause_ns", "nvme_poll_queues", "boot")
-_GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks", "boot")  # kernel=6.12 is the series, not a number
+GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
+              "pause_ns", "irq_ns", "syscall_ns", "wake_ns", "nvme_poll_queues", "boot")
+_GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks", "boot", "cpu")  # kernel=6.12 is the series, not a number
 
 
 def parse_guest_set(items: list[str]) -> tuple[tuple[str, str], ...]:
@@ -1251,10 +1260,9 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         vcpus=g.integer("vcpus", 2, 1, MAX_VCPUS),
         memory_mib=g.integer("memory_mib", 1024, 256, MAX_MEMORY_MIB),
         written=written,
-        cpu_rate=_parse_cpu_rate(g),
         vcpu_clocks=g.choice("vcpu_clocks", VCPU_CLOCKS, DEFAULT_VCPU_CLOCKS),
-        pause_ns=g.integer("pause_ns", DEFAULT_PAUSE_NS, 0, PAUSE_MAX_NS),
         boot=g.choice("boot", BOOTS, "restore"),
+        **_parse_cpu(g),
     )
     quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
     if guest.vcpu_clocks == "parallel":
@@ -1316,12 +1324,20 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                           ("vcpu_quantum_ns", "bounds the vCPUs' turns in deterministic mode "
                            "(icount); in {mode} mode each vCPU is a host thread"),
                           ("pause_ns", "sets the time a PAUSE takes in deterministic mode "
-                           "(icount); in {mode} mode the host's CPU runs it")):
+                           "(icount); in {mode} mode the host's CPU runs it"),
+                          ("cpu", "names the CPU deterministic mode's vCPUs follow (icount); "
+                           "in {mode} mode the host's CPU sets the pace"),
+                          ("irq_ns", "sets the time an interrupt takes in deterministic mode "
+                           "(icount); in {mode} mode the host's CPU takes it"),
+                          ("syscall_ns", "sets the time a system call's entry takes in "
+                           "deterministic mode (icount); in {mode} mode the host's CPU runs it"),
+                          ("wake_ns", "sets the time a wake-up from halt takes in deterministic "
+                           "mode (icount); in {mode} mode the host's CPU wakes")):
             if key in g.table:
                 raise g.error(key, what.format(mode=mode) + ": remove it or set "
                               'scenario.mode = "deterministic"')
         guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None,
-                        pause_ns=None)
+                        pause_ns=None, cpu=None, irq_ns=None, syscall_ns=None, wake_ns=None)
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,

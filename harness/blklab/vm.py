@@ -112,6 +112,12 @@ class VMConfig:
     # Deterministic mode: the ns a PAUSE takes (-icount pause=NS,
     # qemu-patches/0039); 0: one instruction's time.
     pause_ns: int = 0
+    # Deterministic mode: the ns a vCPU spends besides its instructions on
+    # each hardware interrupt, system call and wake-up from halt (-icount
+    # irq=, syscall=, wake=; qemu-patches/0050); 0 leaves the option out.
+    irq_ns: int = 0
+    syscall_ns: int = 0
+    wake_ns: int = 0
     device: Device | None = None
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
@@ -196,6 +202,10 @@ class VMConfig:
             opt += f",quantum={self.vcpu_quantum_ns}"
         if self.pause_ns:
             opt += f",pause={self.pause_ns}"
+        for name, ns in (("irq", self.irq_ns), ("syscall", self.syscall_ns),
+                         ("wake", self.wake_ns)):
+            if ns:
+                opt += f",{name}={ns}"
         return opt
 
     def cpu_features(self) -> list[str]:

@@ -123,6 +123,35 @@ def test_pause_ns(tmp_path, written, pause):
                       + (f",pause={pause}" if pause else ""))
 
 
+@pytest.mark.parametrize("written, want", [
+    ("", dict(cpu="icelake-sp-axboe2020", cpu_rate=8.86, pause_ns=40, irq_ns=0, syscall_ns=0,
+              wake_ns=0)),
+    ('cpu = "xeon-silver-4210r"\n', dict(cpu="xeon-silver-4210r", cpu_rate=4.08, pause_ns=58,
+                                          irq_ns=261, syscall_ns=78, wake_ns=0)),
+    # each key replaces the preset's value, the rest stay the preset's
+    ('cpu = "xeon-silver-4210r"\nirq_ns = 0\ncpu_rate = 3\nwake_ns = 2000\n',
+     dict(cpu="xeon-silver-4210r", cpu_rate=3.0, pause_ns=58, irq_ns=0, syscall_ns=78,
+          wake_ns=2000)),
+    ("syscall_ns = 100\n", dict(cpu="icelake-sp-axboe2020", cpu_rate=8.86, pause_ns=40,
+                                irq_ns=0, syscall_ns=100, wake_ns=0)),
+])
+def test_cpu_presets(tmp_path, written, want):
+    """[guest] cpu picks a preset of cpus/; [guest] keys override its values;
+    QEMU gets the event times as -icount irq=, syscall=, wake= (none at 0)."""
+    from blklab.vm import VMConfig
+
+    g = scenario.load(write(tmp_path, "[guest]\n" + written + MINIMAL)).guest
+    assert {k: getattr(g, k) for k in want} == want
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   mode="deterministic", cpu_rate=g.cpu_rate_text, vcpu_clocks="shared",
+                   pause_ns=g.pause_ns, irq_ns=g.irq_ns, syscall_ns=g.syscall_ns,
+                   wake_ns=g.wake_ns)
+    icount = cfg.cmdline()[cfg.cmdline().index("-icount") + 1]
+    events = "".join(f",{k}={want[k + '_ns']}" for k in ("irq", "syscall", "wake")
+                     if want[k + "_ns"])
+    assert icount == f"rate={g.cpu_rate_text},sleep=off,pause={want['pause_ns']}{events}"
+
+
 @pytest.mark.parametrize("written, queues, on_cmdline", [
     ("", 0, None), ("nvme_poll_queues = 0\n", 0, None),
     ("nvme_poll_queues = 1\n", 1, "nvme.poll_queues=1"),
@@ -315,6 +344,17 @@ BAD = [
     ("[guest]\npause_ns = -1\n" + MINIMAL, "guest.pause_ns", "must be between 0 and 10000, got -1"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\npause_ns = 40\n" + MINIMAL,
      "guest.pause_ns", "sets the time a PAUSE takes in deterministic mode"),
+    ("[guest]\ncpu = \"pentium\"\n" + MINIMAL, "guest.cpu",
+     "'pentium' is not one of: icelake-sp-axboe2020, xeon-silver-4210r"),
+    ("[guest]\nirq_ns = 1000001\n" + MINIMAL, "guest.irq_ns",
+     "must be between 0 and 1000000, got 1000001"),
+    ("[guest]\nsyscall_ns = -5\n" + MINIMAL, "guest.syscall_ns", "must be between 0 and 1000000"),
+    ("[guest]\nwake_ns = 1.5\n" + MINIMAL, "guest.wake_ns",
+     "must be a whole number of ns between 0 and 1000000, got 1.5"),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\ncpu = \"xeon-silver-4210r\"\n" + MINIMAL,
+     "guest.cpu", "names the CPU deterministic mode's vCPUs follow"),
+    ("[scenario]\nmode = \"realtime\"\n[guest]\nirq_ns = 300\n" + MINIMAL,
+     "guest.irq_ns", "sets the time an interrupt takes in deterministic mode"),
     ("[scenario]\nmode = \"realtime\"\n[guest]\nvcpu_clocks = \"shared\"\n" + MINIMAL,
      "guest.vcpu_clocks", "in realtime mode each vCPU is a host thread"),
     ("guest = 3\n" + MINIMAL, "guest", "must be a table"),
