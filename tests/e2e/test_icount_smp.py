@@ -55,10 +55,15 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
 # ms), and the bounded turns at 1024 MiB. Those restored timelines were
 # not yet the same run to run: a host-timed timer ended the first turn
 # after the restore (fixed by qemu-patches/0049); since then the 1024 MiB
-# cell's slowest read is 74.4 ms in every run.
+# cell's slowest read is 74.4 ms in every run on this machine (13 runs:
+# idle, every core busy, a fresh snapshot), but it did not stall in the
+# make test run of 2026-12-06 from a fresh clone (xdist, beside the other
+# tests): some input of that timeline still differs between those runs,
+# not found yet. So not strict; an open problem, not a passing check.
 STALLS_WITH_1024_MIB = pytest.mark.xfail(
-    strict=True, reason="a read waits 74.4 ms at 1024 MiB: IPIs to the other vCPU are taken "
-    "late, when the sender's round-robin turn ends (the model's slowest read is 1.6 us)")
+    strict=False, reason="a read waits 74.4 ms at 1024 MiB: IPIs to the other vCPU are taken "
+    "late, when the sender's round-robin turn ends (the model's slowest read is 1.6 us); one "
+    "make test run from a fresh clone did not stall (not yet explained)")
 
 
 @pytest.mark.parametrize("memory_mib, quantum_ns", [
