@@ -78,22 +78,29 @@ bool FindFwCfgFile(const char* name, uint16_t* key, uint32_t* size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    return Fail(2, "usage: blklab-jobpoint OUT");
+  // --no-stop: only read the job. For a QEMU without the job point device
+  // (stock QEMU in realtime mode, which never saves a guest); the harness
+  // says so on the kernel command line.
+  const bool stop = !(argc == 3 && std::strcmp(argv[1], "--no-stop") == 0);
+  if (argc != (stop ? 2 : 3)) {
+    return Fail(2, "usage: blklab-jobpoint [--no-stop] OUT");
   }
-  if (ioperm(kJobPointPort, 1, 1) != 0 || ioperm(kFwCfgSelectorPort, 2, 1) != 0) {
+  const char* out_path = argv[argc - 1];
+  if ((stop && ioperm(kJobPointPort, 1, 1) != 0) || ioperm(kFwCfgSelectorPort, 2, 1) != 0) {
     return Fail(2, std::string("ioperm: ") + std::strerror(errno));
   }
-  const uint8_t state = inb(kJobPointPort);
-  if (state != kJobPointSignature) {
-    return Fail(2, state == kJobPointDone
-                       ? "the job point was reached before"
-                       : "no blklab-jobpoint device at port 0x5f0 (QEMU without it?)");
-  }
-  outb(kJobPointReached, kJobPointPort);
-  // The VM stopped after that instruction; it goes on from here.
-  if (inb(kJobPointPort) != kJobPointDone) {
-    return Fail(2, "QEMU did not take the job point (its stderr says why)");
+  if (stop) {
+    const uint8_t state = inb(kJobPointPort);
+    if (state != kJobPointSignature) {
+      return Fail(2, state == kJobPointDone
+                         ? "the job point was reached before"
+                         : "no blklab-jobpoint device at port 0x5f0 (QEMU without it?)");
+    }
+    outb(kJobPointReached, kJobPointPort);
+    // The VM stopped after that instruction; it goes on from here.
+    if (inb(kJobPointPort) != kJobPointDone) {
+      return Fail(2, "QEMU did not take the job point (its stderr says why)");
+    }
   }
 
   char signature[4];
@@ -111,13 +118,13 @@ int main(int argc, char** argv) {
   FwCfgSelect(key);
   FwCfgRead(job.data(), job.size());
 
-  FILE* out = std::fopen(argv[1], "wb");
+  FILE* out = std::fopen(out_path, "wb");
   if (out == nullptr) {
-    return Fail(3, std::string(argv[1]) + ": " + std::strerror(errno));
+    return Fail(3, std::string(out_path) + ": " + std::strerror(errno));
   }
   const bool written = std::fwrite(job.data(), 1, job.size(), out) == job.size();
   if (std::fclose(out) != 0 || !written) {
-    return Fail(3, std::string(argv[1]) + ": write failed");
+    return Fail(3, std::string(out_path) + ": write failed");
   }
   return 0;
 }

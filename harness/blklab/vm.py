@@ -185,9 +185,18 @@ class VMConfig:
             # A module parameter on the command line reaches the module
             # when it loads (the guest's init loads nvme).
             parts.append(f"nvme.poll_queues={self.nvme_poll_queues}")
+        if not self.job_point:
+            parts.append("blklab.jobpoint=off")  # the guest's init reads only the job
         if self.extra_append:
             parts.append(self.extra_append)
         return " ".join(parts)
+
+    @property
+    def job_point(self) -> bool:
+        """Whether the guest stops at its job point: in deterministic mode,
+        the only one whose guests are saved there (cell.cold_boot_reason).
+        Realtime mode runs on stock QEMU too, which has no such device."""
+        return self.mode == "deterministic"
 
     @property
     def parallel_vcpu_clocks(self) -> bool:
@@ -247,15 +256,17 @@ class VMConfig:
         return cmd
 
     def job_args(self) -> list[str]:
-        """The job point device and the job's fw_cfg file (both backends)."""
-        jobpoint = f"blklab-jobpoint,id={JOBPOINT_ID}"
+        """The job point device (deterministic mode) and the job's fw_cfg
+        file (both backends)."""
         args = []
-        if self.hold_at_job_point:
-            jobpoint += ",hold=on"
-            # The saved stream leaves out the run state (paused, at the job
-            # point), so that a QEMU restored from it runs at once.
-            args += ["-global", "migration.store-global-state=off"]
-        args += ["-device", jobpoint]
+        if self.job_point:
+            jobpoint = f"blklab-jobpoint,id={JOBPOINT_ID}"
+            if self.hold_at_job_point:
+                jobpoint += ",hold=on"
+                # The saved stream leaves out the run state (paused, at the
+                # job point), so that a QEMU restored from it runs at once.
+                args += ["-global", "migration.store-global-state=off"]
+            args += ["-device", jobpoint]
         if self.job_path is not None:
             args += ["-fw_cfg", f"name={JOB_FW_CFG_NAME},file={_opt(self.job_path)}"]
         return args

@@ -165,3 +165,14 @@ def test_the_cache_drops_the_least_recently_used_beyond_its_size(tmp_path, monke
     assert not (tmp_path / "s1.lock").exists()
     monkeypatch.setenv("BLKLAB_SNAPSHOT_CACHE_GIB", str(0.5 / 1024))
     assert snapshot.prune(tmp_path, keep=dirs[0], now=now) == []  # s3 used 100 s ago
+
+
+def test_realtime_mode_reads_its_job_without_a_job_point(config):
+    """Realtime mode saves no guest, and runs on stock QEMU too, which has
+    no job point device: the guest's init only reads the job."""
+    realtime = dataclasses.replace(config, mode="realtime", cpu_rate=None, vcpu_clocks=None)
+    cmd = realtime.cmdline()
+    assert not any("blklab-jobpoint" in a for a in cmd)
+    assert f"name={JOB_FW_CFG_NAME},file={config.job_path}" in cmd
+    assert "blklab.jobpoint=off" in realtime.kernel_append().split()
+    assert "blklab.jobpoint=off" not in config.kernel_append().split()

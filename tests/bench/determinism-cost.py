@@ -108,7 +108,7 @@ def main() -> int:
             scenario.write_text(SCENARIO)
         plain = qemu_variant.build(tmp, "plain", qemu_variant.series_without(
             DETERMINISM_PATCHES, "determinism-cost"))
-        variants = {"deterministic": REPO / "build", "plain icount": plain}
+        variants = {"deterministic": qemu_variant.blklab_build(), "plain icount": plain}
         with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
             futures = {name: pool.submit(run, scenario, build, out / name.replace(" ", "-"))
                        for name, build in variants.items()}

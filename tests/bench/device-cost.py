@@ -79,7 +79,7 @@ def build_dir_with(qemu: Path, tmp: Path) -> Path:
         link.symlink_to(qemu)
     for name in ("images", "cmake"):
         if not (build / name).exists():
-            (build / name).symlink_to((REPO / "build" / name).resolve())
+            (build / name).symlink_to((qemu_variant.blklab_build() / name).resolve())
     return build
 
 
@@ -124,7 +124,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="blklab-bench-") as t:
         tmp = Path(t)
         stock = qemu_variant.stock(tmp, "device-cost", lambda m: print(m, file=sys.stderr))
-        patched = build_dir_with((REPO / "build" / "qemu" / "bin" /
+        patched = build_dir_with((qemu_variant.blklab_build() / "qemu" / "bin" /
                                   "qemu-system-x86_64").resolve(), tmp)
         print("measuring", file=sys.stderr)
         builds = {"stock": stock, "patched": patched}

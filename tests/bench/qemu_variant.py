@@ -86,8 +86,14 @@ def build(tmp: Path, name: str, series: str, log: Callable[[str], None] = print,
     env = dict(os.environ, BLKLAB_BUILD=str(out))
     subprocess.run([str(patches / "build-qemu.sh")], env=env, check=True)
     for entry in ("images", "cmake"):
-        (out / entry).symlink_to(REPO / "build" / entry)
+        (out / entry).symlink_to(blklab_build() / entry)
     return out
+
+
+def blklab_build() -> Path:
+    """blklab's own build directory: BLKLAB_BUILD, as the harness reads it
+    (blklab.paths), or the repository's build/."""
+    return Path(os.environ.get("BLKLAB_BUILD", REPO / "build"))
 
 
 def stock(tmp: Path, who: str, log: Callable[[str], None] = print) -> Path:
