@@ -47,7 +47,10 @@ runs) and perf (Debian's linux-perf, `make deps`; as root, or with
 kernel.perf_event_paranoid <= 1).
 The stock build takes 5-10 minutes the first time, then is cached.
 
-Usage: tests/bench/io-path-cost.py [--rounds 3] [--seconds 2]
+With --kind ahci-hd or virtio-blk the same drive sits behind AHCI (NCQ,
+32 commands) or virtio-blk in every step instead of NVMe.
+
+Usage: tests/bench/io-path-cost.py [--rounds 3] [--seconds 2] [--kind nvme|ahci-hd|virtio-blk]
 """
 
 from __future__ import annotations
@@ -114,11 +117,16 @@ def toml_table(header: str, table: dict) -> str:
     return "\n".join([header] + [f"{k} = {toml_value(v)}" for k, v in table.items()]) + "\n"
 
 
-def scenario(step: Step, seconds: int) -> str:
-    """The default scenario cut to its NVMe drive, the scheduler none and
-    one job of `seconds` guest seconds, with the step's mode and drive."""
+KINDS = ("nvme", "ahci-hd", "virtio-blk")
+
+
+def scenario(step: Step, seconds: int, kind: str = "nvme") -> str:
+    """The default scenario cut to its NVMe drive (behind `kind`), the
+    scheduler none and one job of `seconds` guest seconds, with the step's
+    mode and drive."""
     default = tomllib.loads(DEFAULT_SCENARIO.read_text())
     (drive,) = [d for d in default["device"] if d["kind"] == "nvme"]
+    drive = dict(drive, kind=kind, name=kind.split("-")[0] + "0")
     if step.drive is not None:
         drive = {k: v for k, v in drive.items() if k not in ("profile", "precondition")}
         drive.update(step.drive)
@@ -134,11 +142,11 @@ def scenario(step: Step, seconds: int) -> str:
                       toml_table("[[job]]", dict(job, runtime=f"{seconds}s"))])
 
 
-def run_cell(tmp: Path, build: Path, step: Step, seconds: int, rnd: int) -> dict:
+def run_cell(tmp: Path, build: Path, step: Step, seconds: int, rnd: int, kind: str) -> dict:
     """One cell of the step: its I/Os, workload wall seconds and counts."""
     tag = f"{step.key}-r{rnd}"
     scen = tmp / f"{tag}.toml"
-    scen.write_text(scenario(step, seconds))
+    scen.write_text(scenario(step, seconds, kind))
     out = tmp / tag
     log = tmp / f"{tag}.log"
     env = dict(os.environ, BLKLAB_BUILD=str(build), PYTHONPATH=str(REPO / "harness"))
@@ -210,6 +218,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="alternations of the steps")
     ap.add_argument("--seconds", type=int, default=2, help="guest seconds of each job")
+    ap.add_argument("--kind", choices=KINDS, default="nvme",
+                    help="the drive's front end (default nvme)")
     args = ap.parse_args()
     try:
         no_instructions = perf_window.check_perf()
@@ -227,10 +237,11 @@ def main() -> int:
         try:
             for rnd in range(1, args.rounds + 1):
                 for s in STEPS:
-                    rounds[s.key].append(run_cell(tmp, builds[s.qemu], s, args.seconds, rnd))
+                    rounds[s.key].append(run_cell(tmp, builds[s.qemu], s, args.seconds, rnd,
+                                                  args.kind))
         except perf_window.PerfError as e:
             sys.exit(f"io-path-cost: {e}")
-    print(f"host cost per guest I/O: NVMe 4 KiB randread QD32, io_uring, blkgen, the default "
+    print(f"host cost per guest I/O: {args.kind} 4 KiB randread QD32, io_uring, blkgen, the default "
           f"scenario's guest, {args.seconds} s jobs; median of {args.rounds} round(s), "
           f"steps alternated")
     print("(wall: host us of workload wall time; instr: QEMU's instructions; task: QEMU's "

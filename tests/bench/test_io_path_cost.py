@@ -34,7 +34,7 @@ def test_each_step_runs_the_default_scenario_with_its_own_drive():
     scen = {s.key: tomllib.loads(bench.scenario(s, 5)) for s in bench.STEPS}
     for s in bench.STEPS:
         sc = scen[s.key]
-        assert sc["guest"] == default["guest"]
+        assert sc["guest"] == dict(default["guest"], boot="cold")
         assert sc["scenario"]["mode"] == s.mode and sc["scenario"]["schedulers"] == ["none"]
         (job,) = sc["job"]
         assert job == dict(default["job"][0], runtime="5s")
@@ -42,6 +42,14 @@ def test_each_step_runs_the_default_scenario_with_its_own_drive():
     assert scen["b"]["device"][0]["profile"] == "zero-latency"
     assert "precondition" not in scen["b"]["device"][0]
     assert scen["d"]["device"] == [drive]
+
+
+def test_kind_puts_the_same_drive_behind_another_front_end():
+    default = tomllib.loads(bench.DEFAULT_SCENARIO.read_text())
+    (drive,) = [d for d in default["device"] if d["kind"] == "nvme"]
+    for kind, name in (("ahci-hd", "ahci0"), ("virtio-blk", "virtio0")):
+        (d,) = tomllib.loads(bench.scenario(bench.STEPS[-1], 5, kind))["device"]
+        assert d == dict(drive, kind=kind, name=name)
 
 
 def round_(ios, wall_s, instructions, task_ms, switches):
