@@ -30,7 +30,7 @@ METRICS = ("iops", "p50_us", "p99_us", "p99.9_us")
 DRIVE_META = "characterize.json"  # the drive script's notes on the drive
 USERLAND_LOCK = paths.REPO / "guest-images" / "userland.lock"
 _FIO_VERSION = re.compile(r"^fio-(\d+)\.(\d+)")
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "html")  # html: characterize_plots
 SUITE_NAMES = "blklab characterize --list names them"
 
 

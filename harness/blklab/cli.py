@@ -155,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "beside the run's (blklab characterize --out): IOPS, p50, p99, p99.9 "
                     "per job and direction, with model/drive")
     ch.add_argument("--format", choices=characterize_compare.FORMATS, default="text",
-                    help="with --compare: the table as text (default), JSON or Markdown")
+                    help="with --compare: the table as text (default), JSON or Markdown, "
+                    "or an HTML page with it and its plots (the reader's latency against "
+                    "the write rate, the fill curve)")
     ch.add_argument("-o", "--output", type=Path, help="with --compare: write the table to "
                     "this new file (refused if it exists) instead of printing it")
 
@@ -291,7 +293,12 @@ def _characterize(args: argparse.Namespace) -> int:
             raise BlklabError(f"{args.output}: already exists; nothing is overwritten")
         drive_dir, run_dir = args.compare
         rows = cc.compare(drive_dir, run_dir, args.job)
-        text = cc.render(drive_dir, run_dir, rows, args.format)
+        if args.format == "html":
+            from blklab import characterize_plots
+
+            text = characterize_plots.render_html(drive_dir, run_dir, rows)
+        else:
+            text = cc.render(drive_dir, run_dir, rows, args.format)
         for line in cc.scheduler_warnings(drive_dir, run_dir, rows):
             print(f"warning: {line}", file=sys.stderr)
         if args.output is not None:

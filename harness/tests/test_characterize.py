@@ -482,3 +482,81 @@ def test_a_profile_that_does_not_load(tmp_path):
     with pytest.raises(ch.CharacterizeError, match=f"{bad}: profile {bad} does not load: "):
         ch.plan(str(bad), tmp_path / "out", [JOB], {}, "none", None)
     assert not (tmp_path / "out").exists()
+
+
+# -- the page with plots (--format html) -------------------------------------
+
+def _global(job: ch.SuiteJob, name: str) -> str | None:
+    return _option(job, "global", name) or next(
+        (_option(job, s, name) for s in ("fill", "writer") if _option(job, s, name)), None)
+
+
+def test_the_plots_byte_sizes_are_the_job_files():
+    from blklab import characterize_plots as cp
+
+    jobs = {j.name: j for j in ch.suite()}
+    for name, job in jobs.items():
+        if name.startswith(cp.BESIDE_WRITES):
+            assert _global(job, "bs") == "4k" == f"{cp.WRITE_BYTES // 1024}k", name
+    assert _global(jobs[cp.FILL_JOB], "bs") == f"{cp.FILL_BYTES // 1024}k"
+    assert _option(jobs[cp.FILL_JOB], "fill", "write_bw_log") == "fill"  # logs/fill_bw.1.log
+
+
+def _beside_writes_runs(tmp_path):
+    """The reference's read-beside-writes-max and a made-up 50 MB/s job on
+    the drive's side; the model's figures (MODEL_READ, MODEL_WRITE) for both."""
+    ref = json.loads((REFERENCE / "rep_0" / f"{JOB}.json").read_text())
+    slow = json.loads(json.dumps(ref))
+    (job,) = slow["jobs"]
+    job["write"]["iops"] = 12207.03125  # 50 MB/s of 4 KiB writes
+    job["read"]["clat_ns"]["percentile"]["50.000000"] = 100000
+    drive = drive_dir(tmp_path, {f"{JOB}.json": ref, "read-beside-writes-50mbs.json": slow})
+    run = make_run(tmp_path / "run")
+    make_run(tmp_path / "run", "read-beside-writes-50mbs")
+    return drive, run
+
+
+def test_reads_beside_writes_are_plotted_against_the_write_rate(tmp_path):
+    from blklab import characterize_plots as cp
+
+    drive, run = _beside_writes_runs(tmp_path)
+    points = cp.beside_writes(cc.compare(drive, run, guest_fio="3.33"))
+    # the drive: 50 MB/s, then the reference's 149,712 IOPS x 4 KiB = 613.2 MB/s
+    assert [round(p["write_mb_s"], 1) for p in points["drive"]] == [50.0, 613.2]
+    assert [p["p50_us"] for p in points["drive"]] == [100.0, pytest.approx(199.68)]
+    # the model: 120,000 IOPS x 4 KiB in both runs, reader p50 99.84 us
+    assert [round(p["write_mb_s"], 1) for p in points["model"]] == [491.5, 491.5]
+    assert [p["p99.9_us"] for p in points["model"]] == [pytest.approx(8028.16)] * 2
+
+
+def test_the_fill_curve_comes_from_the_drives_bandwidth_log(tmp_path):
+    from blklab import characterize_plots as cp
+
+    d = tmp_path / "drive"
+    (d / "logs").mkdir(parents=True)
+    assert cp.fill_curve(d) is None
+    # 3,000,000 KiB/s for 2 s, then 1,000,000 KiB/s for 1 s
+    (d / cp.FILL_LOG).write_text("1000, 3000000, 1, 131072, 0\n2000, 3000000, 1, 131072, 0\n"
+                                 "3000, 1000000, 1, 131072, 0\n")
+    curve = cp.fill_curve(d)
+    assert [round(g, 3) for g, _ in curve] == [3.072, 6.144, 7.168]
+    assert [round(r, 1) for _, r in curve] == [3072.0, 3072.0, 1024.0]
+    (d / cp.FILL_LOG).write_text("1000, 3000000, 1, 131072, 0\nfill done\n")
+    with pytest.raises(ch.CharacterizeError, match=r"fill_bw.1.log: line 2: not a fio"):
+        cp.fill_curve(d)
+    (d / cp.FILL_LOG).write_text("1000, 3000000, 1, 131072, 0\n1000, 5, 1, 131072, 0\n")
+    with pytest.raises(ch.CharacterizeError, match=r"line 2: times must increase"):
+        cp.fill_curve(d)
+
+
+def test_the_page_has_the_table_and_says_which_plot_it_lacks(tmp_path, capsys):
+    drive, run = _beside_writes_runs(tmp_path)
+    out = tmp_path / "compare.html"
+    args = ["characterize", "--compare", str(drive), str(run), "--format", "html",
+            "-o", str(out)]
+    assert cli.main(args) == 0
+    page = out.read_text()
+    assert page.count('<img alt="Reads beside writes" src="data:image/png;base64,') == 1
+    assert "Not plotted: no fill log" in page and "p99.9_us" in page
+    assert cli.main(args) == 1  # never overwritten
+    assert f"{out}: already exists" in capsys.readouterr().err
