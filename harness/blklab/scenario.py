@@ -61,9 +61,9 @@ PROFILE_DIR = Path(__file__).resolve().parents[2] / "devmodel" / "profiles"
 # Each [guest] key of those names overrides the preset's value.
 DEFAULT_CPU = cpus.DEFAULT_CPU
 _DEFAULT = cpus.presets()[DEFAULT_CPU]
-# The default preset's rate: the 6.1 guest's polled io_uring read at one Ice
-# Lake-SP core's published time per I/O (docs/determinism.md, "Where a
-# calibrated rate comes from"; `make bench-cpu-rate` measures it again).
+# The default preset's rate: the Cascade Lake core's clock times the IPC of
+# its block path, from a perf profile of interrupt-driven io_uring reads
+# (cpus/xeon-silver-4210r.toml, docs/cpus.md).
 CALIBRATED_CPU_RATE = _DEFAULT.cpu_rate
 DEFAULT_CPU_RATE = CALIBRATED_CPU_RATE
 CPU_RATE_MIN = cpus.CPU_RATE_MIN

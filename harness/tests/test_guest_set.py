@@ -54,7 +54,7 @@ def test_set_keys_replace_the_files(tmp_path):
     base = scenario.load(path)
     s = scenario.load(path, guest_set=scenario.parse_guest_set(
         ["cpu_rate=2.5", "vcpus=4", "vcpu_clocks=shared"]))
-    assert (base.guest.vcpus, base.guest.cpu_rate, base.guest.vcpu_clocks) == (2, 8.86, "parallel")
+    assert (base.guest.vcpus, base.guest.cpu_rate, base.guest.vcpu_clocks) == (2, scenario.DEFAULT_CPU_RATE, "parallel")
     assert (s.guest.vcpus, s.guest.cpu_rate, s.guest.vcpu_clocks) == (4, 2.5, "shared")
     assert base.guest.vcpu_quantum_ns == scenario.DEFAULT_VCPU_QUANTUM_NS
     assert s.guest.vcpu_quantum_ns is None  # shared clocks: unbounded turns unless set

@@ -33,10 +33,12 @@ def test_minimal_defaults(tmp_path):
     # No [guest] kernel: the default series' amd64.
     assert s.guest == scenario.Guest(f"{kernels.default_series()}-amd64", 2, 1024,
                                      written="amd64")
-    # The calibrated core: parallel clocks, each vCPU at 8.86 instructions
-    # per ns, PAUSE 40 ns (docs/determinism.md).
-    assert (s.guest.cpu_rate, s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns,
-            s.guest.pause_ns) == (8.86, "parallel", 250, 40)
+    # The default preset, the Cascade Lake core: parallel clocks, each vCPU
+    # at 4.08 instructions per ns, PAUSE 58 ns, 261 ns per interrupt and
+    # 78 ns per system call (docs/cpus.md).
+    assert (s.guest.cpu, s.guest.cpu_rate, s.guest.vcpu_clocks, s.guest.vcpu_quantum_ns,
+            s.guest.pause_ns, s.guest.irq_ns, s.guest.syscall_ns, s.guest.wake_ns) == (
+        "xeon-silver-4210r", 4.08, "parallel", 250, 58, 261, 78, 0)
     (d,) = s.devices
     assert (d.name, d.kind, d.backing, d.profile.name) == ("d0", "nvme", "file", "zero-latency")
     assert d.size_bytes == d.profile.capacity_bytes // 4096 * 4096
@@ -62,7 +64,7 @@ def test_deterministic_mode_needs_a_profile_on_every_device(tmp_path, head, over
 
 
 @pytest.mark.parametrize("written, rate, text", [
-    ("", 8.86, "8.86"), ("cpu_rate = 1\n", 1.0, "1"), ("cpu_rate = 2.5\n", 2.5, "2.5"), ("cpu_rate = 3\n", 3.0, "3"),
+    ("", 4.08, "4.08"), ("cpu_rate = 1\n", 1.0, "1"), ("cpu_rate = 2.5\n", 2.5, "2.5"), ("cpu_rate = 3\n", 3.0, "3"),
     ("cpu_rate = 0.25\n", 0.25, "0.25"), ("cpu_rate = 1.234567\n", 1.234567, "1.234567"),
 ])
 def test_cpu_rate(tmp_path, written, rate, text):
@@ -106,7 +108,7 @@ def test_vcpu_clocks_on_qemus_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("written, pause", [
-    ("", 40), ("pause_ns = 0\n", 0), ("pause_ns = 40\n", 40), ("pause_ns = 10000\n", 10000),
+    ("", 58), ("pause_ns = 0\n", 0), ("pause_ns = 40\n", 40), ("pause_ns = 10000\n", 10000),
 ])
 def test_pause_ns(tmp_path, written, pause):
     """[guest] pause_ns reaches QEMU as -icount pause=NS; 0 leaves the
@@ -124,16 +126,18 @@ def test_pause_ns(tmp_path, written, pause):
 
 
 @pytest.mark.parametrize("written, want", [
-    ("", dict(cpu="icelake-sp-axboe2020", cpu_rate=8.86, pause_ns=40, irq_ns=0, syscall_ns=0,
+    ("", dict(cpu="xeon-silver-4210r", cpu_rate=4.08, pause_ns=58, irq_ns=261, syscall_ns=78,
               wake_ns=0)),
+    ('cpu = "icelake-sp-axboe2020"\n', dict(cpu="icelake-sp-axboe2020", cpu_rate=8.86,
+                                             pause_ns=40, irq_ns=0, syscall_ns=0, wake_ns=0)),
     ('cpu = "xeon-silver-4210r"\n', dict(cpu="xeon-silver-4210r", cpu_rate=4.08, pause_ns=58,
                                           irq_ns=261, syscall_ns=78, wake_ns=0)),
     # each key replaces the preset's value, the rest stay the preset's
     ('cpu = "xeon-silver-4210r"\nirq_ns = 0\ncpu_rate = 3\nwake_ns = 2000\n',
      dict(cpu="xeon-silver-4210r", cpu_rate=3.0, pause_ns=58, irq_ns=0, syscall_ns=78,
           wake_ns=2000)),
-    ("syscall_ns = 100\n", dict(cpu="icelake-sp-axboe2020", cpu_rate=8.86, pause_ns=40,
-                                irq_ns=0, syscall_ns=100, wake_ns=0)),
+    ("syscall_ns = 100\n", dict(cpu="xeon-silver-4210r", cpu_rate=4.08, pause_ns=58,
+                                irq_ns=261, syscall_ns=100, wake_ns=0)),
 ])
 def test_cpu_presets(tmp_path, written, want):
     """[guest] cpu picks a preset of cpus/; [guest] keys override its values;

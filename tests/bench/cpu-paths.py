@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,6 +28,7 @@ PYTHON = "/usr/bin/python3"
 SCENARIO = REPO / "tests" / "bench" / "cpu-paths.toml"
 sys.path.insert(0, str(REPO / "harness"))
 
+from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
 from blklab import cpus  # noqa: E402
 
 PATHS = ("irq-qd128", "polled-qd128", "irq-qd1", "psync-qd1")
@@ -91,11 +90,9 @@ def main() -> int:
                    help="presets, comma-separated (default: every one in cpus/)")
     p.add_argument("--kernels", default="6.1,6.12",
                    help="guest kernel series, comma-separated (default 6.1,6.12)")
-    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    add_keep_option(p)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="cpu-paths-"))
-    try:
-        out = args.keep or tmp
+    with bench_dirs(args.keep, "cpu-paths-") as (tmp, out):
         runs = [(c, k) for c in args.cpus.split(",") for k in args.kernels.split(",")]
         with ThreadPoolExecutor(max_workers=2) as pool:
             cells = list(pool.map(lambda ck: run(*ck, out / f"{ck[0]}-{ck[1]}"), runs))
@@ -115,9 +112,6 @@ def main() -> int:
             print(f"published, {cpu} ({cpus.presets()[cpu].title}):")
             for path, (ns, where) in paths.items():
                 print(f"  {path}: {ns} ns: {where}")
-    finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

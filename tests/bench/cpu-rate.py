@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The guest's instructions per I/O on the path of the published measurement
-behind blklab's calibrated cpu_rate, and the rate that matches it
-(docs/determinism.md, "Where a calibrated rate comes from").
+behind the icelake-sp-axboe2020 preset's cpu_rate, and the rate that
+matches it (docs/determinism.md, "Where a calibrated rate comes from").
 
 The measurement: Jens Axboe's post to linux-block of August 2020
 (mail.spinics.net/lists/linux-block/msg57916.html): Linux 5.9-rc1, Ice
@@ -17,7 +17,7 @@ Per kernel this prints instructions per I/O at QD128 (all of it: kernel and
 fio, I), fio's own (null engine, F), and the rates at which I - F and I take
 387.6 ns: t/io_uring does less per I/O than fio and more than nothing, so
 the rate that matches the core lies between them. Then, at the rate given
-with --rate (default: blklab's calibrated rate), the IOPS the guest's CPU
+with --rate (default: that preset's rate), the IOPS the guest's CPU
 allows a fio job at QD128, QD16 and QD1, and its ns per I/O at QD1.
 
 Usage: tests/bench/cpu-rate.py [--kernels 5.10,6.1,6.12] [--rate R] [--keep DIR]
@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +37,11 @@ PYTHON = "/usr/bin/python3"
 SCENARIO = REPO / "tests" / "bench" / "cpu-rate.toml"
 sys.path.insert(0, str(REPO / "harness"))
 
-from blklab import scenario as scenario_mod  # noqa: E402
+from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
+from blklab import cpus  # noqa: E402
+
+# The preset this measurement is the source of.
+ICELAKE_RATE = cpus.presets()["icelake-sp-axboe2020"].cpu_rate
 
 # The published figures (IOPS per core; mean latency in ns).
 QD128_IOPS = 2.58e6
@@ -80,13 +82,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernels", default="5.10,6.1,6.12",
                    help="guest kernel series, comma-separated (default 5.10,6.1,6.12)")
-    p.add_argument("--rate", type=float, default=scenario_mod.CALIBRATED_CPU_RATE,
-                   help="the rate to check QD16 and QD1 at (default: blklab's calibrated rate)")
-    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    p.add_argument("--rate", type=float, default=ICELAKE_RATE,
+                   help="the rate to check QD16 and QD1 at (default: the Ice Lake preset's)")
+    add_keep_option(p)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="cpu-rate-"))
-    try:
-        out = args.keep or tmp
+    with bench_dirs(args.keep, "cpu-rate-") as (tmp, out):
         results = {}
         for kernel in args.kernels.split(","):
             cell = run(kernel, out / kernel)
@@ -110,16 +110,13 @@ def main() -> int:
                   f"   {(i - f) / NS_PER_IO:.2f} .. {i / NS_PER_IO:.2f}")
         print()
         rate = args.rate
-        print(f"at cpu_rate = {rate:g} (blklab's calibrated rate: "
-              f"{scenario_mod.CALIBRATED_CPU_RATE:g}), what the guest's CPU allows with fio:")
+        print(f"at cpu_rate = {rate:g} (the Ice Lake preset's: {ICELAKE_RATE:g}), "
+              "what the guest's CPU allows with fio:")
         print(f"{'kernel':7} {'QD128':>8} {'QD16':>8} {'QD1':>8} {'QD1 ns/IO':>10}")
         for kernel, r in results.items():
             iops = {k: 1e9 * rate / v["instructions"] for k, v in r.items()}
             print(f"{kernel:7} {iops['polled-qd128'] / 1e6:7.2f}M {iops['polled-qd16'] / 1e6:7.2f}M "
                   f"{iops['polled-qd1'] / 1e3:7.0f}K {r['polled-qd1']['instructions'] / rate:10.0f}")
-    finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

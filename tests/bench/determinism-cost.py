@@ -24,10 +24,8 @@ import argparse
 import concurrent.futures
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
 import qemu_variant  # noqa: E402
 # The patches of the series that are about determinism (docs/determinism.md).
 DETERMINISM_PATCHES = (
@@ -100,17 +99,15 @@ def run(scenario: Path, build: Path, out: Path) -> tuple[float, dict[str, dict]]
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", type=Path, help="scenario file (default: NVMe + AHCI, 2 cells each)")
-    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    add_keep_option(p)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="determinism-cost-"))
-    try:
+    with bench_dirs(args.keep, "determinism-cost-") as (tmp, out):
         scenario = args.scenario
         if scenario is None:
             scenario = tmp / "determinism-cost.toml"
             scenario.write_text(SCENARIO)
         plain = qemu_variant.build(tmp, "plain", qemu_variant.series_without(
             DETERMINISM_PATCHES, "determinism-cost"))
-        out = args.keep or tmp
         variants = {"deterministic": REPO / "build", "plain icount": plain}
         with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
             futures = {name: pool.submit(run, scenario, build, out / name.replace(" ", "-"))
@@ -131,9 +128,6 @@ def main() -> int:
         det, plain_t = totals["deterministic"], totals["plain icount"]
         print(f"deterministic / plain icount: wall {det[0] / plain_t[0]:.2f}x, "
               f"workload {det[1] / plain_t[1]:.2f}x" if plain_t[0] and plain_t[1] else "")
-    finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

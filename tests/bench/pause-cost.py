@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """What [guest] pause_ns (QEMU's -icount pause=NS) saves the host: a
-scenario at a fast guest CPU (--rate, default the calibrated 8.86) with
+scenario at a fast guest CPU (--rate, default the default preset's) with
 parallel vCPU clocks, once with a PAUSE one instruction's time
-(pause_ns = 0) and once with it taking --pause ns (default 40), side by
+(pause_ns = 0) and once with it taking --pause ns (default the preset's), side by
 side in one run.
 
 At a fast rate the guest's spin-wait loops run many instructions per ns of
@@ -23,12 +23,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib.util
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness"))
+from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
 from blklab.scenario import CALIBRATED_CPU_RATE, CALIBRATED_PAUSE_NS  # noqa: E402
 
 # The same runner as vcpu-clocks-cost.py: one `blklab run`, its cells by id.
@@ -47,13 +46,11 @@ def main() -> int:
                    help=f"cpu_rate of both variants (default {CALIBRATED_CPU_RATE:g})")
     p.add_argument("--pause", type=int, default=CALIBRATED_PAUSE_NS,
                    help=f"pause_ns of the second variant (default {CALIBRATED_PAUSE_NS})")
-    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    add_keep_option(p)
     args = p.parse_args()
     if args.pause <= 0:
         sys.exit("pause-cost: --pause must be a positive number of ns")
-    tmp = Path(tempfile.mkdtemp(prefix="pause-cost-"))
-    try:
-        out = args.keep or tmp
+    with bench_dirs(args.keep, "pause-cost-") as (tmp, out):
         out.mkdir(parents=True, exist_ok=True)
         variants = {"pause_ns=0": 0, f"pause_ns={args.pause}": args.pause}
         with concurrent.futures.ThreadPoolExecutor(len(variants)) as pool:
@@ -83,9 +80,6 @@ def main() -> int:
         if b_whole and b_work:
             print(f"pause_ns=0 / pause_ns={args.pause}: whole cell {a_whole / b_whole:.2f}x, "
                   f"workload {a_work / b_work:.2f}x")
-    finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

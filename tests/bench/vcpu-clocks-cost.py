@@ -25,20 +25,21 @@ import argparse
 import concurrent.futures
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from bench_dirs import add_keep_option, bench_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 
 
-def scenario_rate(text: str) -> float:
-    """The scenario's [guest] cpu_rate (1 when it sets none)."""
-    import tomllib
-    return float(tomllib.loads(text).get("guest", {}).get("cpu_rate", 1))
+def scenario_rate(path: Path) -> float:
+    """The scenario's cpu_rate in effect (its preset's when it sets none)."""
+    sys.path.insert(0, str(REPO / "harness"))
+    from blklab import scenario
+    return scenario.load(path).guest.cpu_rate
 
 
 def run(scenario: Path, guest: list[str], out: Path, short: bool) -> dict[str, dict]:
@@ -66,14 +67,11 @@ def main() -> int:
     p.add_argument("--short", action="store_true", help="run the scenario's short form")
     p.add_argument("--rate", type=float, default=2.0,
                    help="the second cpu_rate, run with parallel clocks (default 2)")
-    p.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary directory)")
+    add_keep_option(p)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="vcpu-clocks-cost-"))
-    try:
-        out = args.keep or tmp
+    with bench_dirs(args.keep, "vcpu-clocks-cost-") as (tmp, out):
         out.mkdir(parents=True, exist_ok=True)
-        text = args.scenario.read_text()
-        rate = scenario_rate(text)
+        rate = scenario_rate(args.scenario)
         # label -> (vcpu_clocks, cpu_rate)
         variants = {f"shared-r{rate:g}": ("shared", rate),
                     f"parallel-r{rate:g}": ("parallel", rate),
@@ -113,9 +111,6 @@ def main() -> int:
                 print(f"{name}: host s per virtual s {(a[0] / a[1]) / (b[0] / b[1]):.2f}x, "
                       f"host us per guest I/O {(a[0] / a[2]) / (b[0] / b[2]):.2f}x, "
                       f"guest I/Os per virtual s {(a[2] / a[1]) / (b[2] / b[1]):.2f}x")
-    finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

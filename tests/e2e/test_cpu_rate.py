@@ -46,7 +46,8 @@ def runs(built, tmp_path_factory):
     out = {}
     s = tmp / "rates.toml"
     s.write_text('[scenario]\nschedulers = ["none"]\nmode = "deterministic"\n'
-                 'timeout_s = 900\n[guest]\nkernel = "6.1-amd64"\nvcpus = 1\ncpu_rate = 1\n'
+                 'timeout_s = 900\n[guest]\nkernel = "6.1-amd64"\nvcpus = 1\n'
+                 'cpu = "icelake-sp-axboe2020"\ncpu_rate = 1\n'
                  'vcpu_clocks = "shared"\npause_ns = 0\n' + DEVICES)
     for rate in RATES:
         run_dir = tmp / f"rate-{rate}"

@@ -56,9 +56,25 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
 # 552, 936, 968, 1000, 1024 and 1064. So the stall is shown at 680 MiB, the
 # check of 0019 (the slowest read under 5 ms) runs at 1000 MiB, and the
 # bounded turns at 680 MiB.
+# `tests/e2e/stall-search.py SIZE...` prints the slowest read of this
+# scenario at other memory sizes.
 STALLS_WITH_680_MIB = pytest.mark.xfail(
     strict=True, reason="a read waits 50.1 ms at 680 MiB: IPIs to the other vCPU are taken "
     "late, when the sender's round-robin turn ends (the model's slowest read is 1.6 us)")
+
+
+def stall_scenario(memory_mib: int, quantum_ns: int | None) -> str:
+    """The stall's guest (see test_two_vcpus_do_not_stall_each_other):
+    QD32 random reads for 1 s on the Optane-class drive."""
+    return ('[scenario]\nschedulers = ["mq-deadline"]\nmode = "deterministic"\n'
+            f'timeout_s = 900\n[guest]\nvcpus = 2\nmemory_mib = {memory_mib}\n'
+            'kernel = "6.1-amd64"\ncpu = "icelake-sp-axboe2020"\ncpu_rate = 1\n'
+            'vcpu_clocks = "shared"\npause_ns = 0\n'
+            + (f"vcpu_quantum_ns = {quantum_ns}\n" if quantum_ns else "")
+            + '[[device]]\nname = "optane"\nkind = "nvme"\nbacking = "null"\n'
+            'profile = "optane-p5800x-800g"\nsize_gib = 64\n'
+            '[[job]]\nname = "r"\nrw = "randread"\nbs = "4k"\niodepth = 32\n'
+            'ioengine = "io_uring"\ndirect = true\nruntime = "1s"\ntime_based = true\n')
 
 
 @pytest.mark.parametrize("memory_mib, quantum_ns", [
@@ -75,14 +91,7 @@ def test_two_vcpus_do_not_stall_each_other(built, tmp_path, memory_mib, quantum_
     instruction (parallel clocks have no round-robin turns to keep; the
     timelines above are 6.1's)."""
     scenario = tmp_path / "pause.toml"
-    scenario.write_text('[scenario]\nschedulers = ["mq-deadline"]\nmode = "deterministic"\n'
-                        f'timeout_s = 900\n[guest]\nvcpus = 2\nmemory_mib = {memory_mib}\n'
-                        'kernel = "6.1-amd64"\ncpu_rate = 1\nvcpu_clocks = "shared"\npause_ns = 0\n'
-                        + (f"vcpu_quantum_ns = {quantum_ns}\n" if quantum_ns else "")
-                        + '[[device]]\nname = "optane"\nkind = "nvme"\nbacking = "null"\n'
-                        'profile = "optane-p5800x-800g"\nsize_gib = 64\n'
-                        '[[job]]\nname = "r"\nrw = "randread"\nbs = "4k"\niodepth = 32\n'
-                        'ioengine = "io_uring"\ndirect = true\nruntime = "1s"\ntime_based = true\n')
+    scenario.write_text(stall_scenario(memory_mib, quantum_ns))
     proc = run_blklab("run", str(scenario), "--out", str(tmp_path / "run"), "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (cell,) = cells_of(tmp_path / "run").values()

@@ -1,7 +1,7 @@
 """[guest] pause_ns: a PAUSE takes that many ns of its vCPU's time (QEMU's
 -icount pause=NS, qemu-patches/0039) instead of one instruction's, end to
-end at the calibrated rate (8.86) with parallel clocks and the calibrated
-pause (40 ns).
+end on the Ice Lake preset (icelake-sp-axboe2020: rate 8.86, pause 40 ns,
+no event times) with parallel clocks.
 
 A guest spends its spin-wait loops in PAUSE: at boot the local APIC timer
 calibration (calibrate_APIC_clock(), arch/x86/kernel/apic/apic.c) spins on
@@ -28,15 +28,17 @@ from conftest import REPO, device, job
 from test_determinism import assert_same_cells, cpu_hog
 from test_vcpu_clocks import TROUBLE, assert_clocks_within_bounds, mean_read_ns, run, scenario
 
-RATE = 8.86  # scenario.CALIBRATED_CPU_RATE
-PAUSE_NS = 40  # scenario.CALIBRATED_PAUSE_NS
+CPU = "icelake-sp-axboe2020"
+RATE = 8.86  # its cpu_rate
+PAUSE_NS = 40  # its pause_ns
 # Linux's warnings when its APIC timer calibration goes wrong (apic.c).
 APIC_TROUBLE = re.compile(r"APIC calibration not consistent|APIC frequency too slow|"
                           r"disabling apic timer", re.I)
 
 
 def paused(path, body: str, vcpus: int, schedulers: str = '["none"]'):
-    return scenario(path, body, vcpus, rate=RATE, schedulers=schedulers, pause_ns=PAUSE_NS)
+    return scenario(path, body, vcpus, rate=RATE, schedulers=schedulers, pause_ns=PAUSE_NS,
+                    cpu=CPU)
 
 
 def assert_booted_cleanly(run_dir, cell: dict, vcpus: int) -> None:

@@ -38,12 +38,15 @@ TROUBLE = re.compile(r"tsc.*(unstable|unsynchroniz|warp)|clocksource.*(watchdog|
 
 
 def scenario(path: Path, body: str, vcpus: int, clocks: str = "parallel", rate: float = 1,
-             extra: str = "", schedulers: str = '["none"]', pause_ns: int = 0) -> Path:
+             extra: str = "", schedulers: str = '["none"]', pause_ns: int = 0,
+             cpu: str | None = None) -> Path:
     """A scenario at `rate` on `clocks`; PAUSE one instruction's time unless
-    `pause_ns` says otherwise (a 40 ns PAUSE goes with the calibrated rate,
-    test_pause.py)."""
+    `pause_ns` says otherwise (a 40 ns PAUSE goes with the Ice Lake preset's
+    rate, test_pause.py); the event times of preset `cpu` (default: the
+    default preset's)."""
     path.write_text(f'[scenario]\nschedulers = {schedulers}\nmode = "deterministic"\n'
                     f'timeout_s = 1800\n{extra}[guest]\nvcpus = {vcpus}\nmemory_mib = 1024\n'
+                    + (f'cpu = "{cpu}"\n' if cpu else "") +
                     f'cpu_rate = {rate}\nvcpu_clocks = "{clocks}"\npause_ns = {pause_ns}\n'
                     + body)
     return path
