@@ -78,9 +78,9 @@ const std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& ReferenceD
       {"hdd-7200-desktop-1t", {0x3e2919017c81ce9full, 0xceca3671eb256244ull}},
       {"optane-p5800x-800g", {0x15ff2eda885fb392ull, 0xcb9c5fa91233f679ull}},
       {"samsung-980pro-1t", {0x42023401303cc36bull, 0xa4173d3b59c28cb0ull}},  // mechanisms on
-      {"samsung-970evoplus-1t", {0x760c6a8b24982f94ull, 0xb759ba13ab23d409ull}},
-      {"tlc-250g-used-suspend", {0x2326fd2aeeee261aull, 0xa620dcd016da8079ull}},
-      {"tlc-250g-used", {0x651534d86d1783b4ull, 0xa4fe328f848faee0ull}},
+      {"samsung-970evoplus-1t", {0x85422b0a5eabfa02ull, 0xc0268a3579d9c7b9ull}},  // re-derived
+      {"tlc-250g-used-suspend", {0xa0e4a9913fe09fb2ull, 0xfe0f4aa4c9e2a9f7ull}},  // re-derived
+      {"tlc-250g-used", {0xd486a272cb9df556ull, 0xfb4ed9c561d384a6ull}},  // re-derived
       {"zero-latency", {0x810efd6d3c240925ull, 0x810efd6d3c240925ull}},
   };
   return *digests;

@@ -168,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit.add_arguments(ft)
 
+    pe = sub.add_parser("profile-errors", help="a shipped SSD profile against its drive's "
+                        "published figures (tests/reference/*/figures.toml), run on the host "
+                        "simulator: model, figure and error per row")
+    from blklab import profile_errors
+
+    profile_errors.add_arguments(pe)
+
     im = sub.add_parser("import", help="turn a capture (tools/blklab-capture.sh) into a "
                         "scenario skeleton; says what it could not map")
     im.add_argument("capture", type=Path)
@@ -381,6 +388,10 @@ def main(argv: list[str] | None = None) -> int:
             from blklab import fit
 
             return fit.main(args)
+        if args.command == "profile-errors":
+            from blklab import profile_errors
+
+            return profile_errors.main(args)
         if args.command == "irq-waits":
             from blklab import diverge, paths
 
