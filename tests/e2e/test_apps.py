@@ -1,0 +1,139 @@
+"""The applications' root ([guest] apps; guest-images/build-apps.sh) in a
+guest: each program it carries runs, and BPF tools attach on every kernel
+series.
+
+On the default kernel one command job (apps_check.sh) on a file-backed
+NVMe drive: mkfs.ext4 and mkfs.xfs make filesystems that mount and keep a
+file; iostat -x prints a JSON report; libbpf-tools' biolatency attaches to
+the block tracepoints and prints a histogram of dd's reads; MariaDB's data
+directory is made, mariadbd starts and answers `select 1`; initdb,
+postgres (as the postgres user), pgbench -i -s 1 and 2 s of pgbench with
+the cell's seed; a one-member etcd takes a put and answers the get. The
+cell runs twice and must give the same bytes.
+
+On 5.10, 6.1 and 6.12, biolatency and bitesize (tp_btf/raw_tp on
+block_rq_issue/complete, which every series has) attach and count dd's
+reads. The host time of each run is printed (pytest -s)."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cells_of, run_blklab
+from blklab import diverge
+
+CHECK = (Path(__file__).parent / "apps_check.sh").read_text()
+
+HEAD = """[scenario]
+name = "apps"
+schedulers = ["none"]
+mode = "deterministic"
+timeout_s = 1800
+workload = "command"
+[guest]
+memory_mib = 2048
+apps = true
+{kernel}
+[[device]]
+name = "nvme0"
+kind = "nvme"
+backing = "file"
+size_gib = 2
+profile = "samsung-980pro-1t"
+[[job]]
+name = "{name}"
+command = '''
+{command}'''
+"""
+
+# The cheap check per series: both tools attach and see dd's 2000 reads.
+BPF = """set -eu
+biolatency -D 2 1 > /out/biolatency.txt 2>&1 &
+b=$!
+bitesize 2 1 > /out/bitesize.txt 2>&1 &
+s=$!
+sleep 1
+dd if="$BLKLAB_DEVICE" of=/dev/null bs=4k count=2000 iflag=direct 2> /dev/null
+wait $b
+wait $s
+cat /out/biolatency.txt /out/bitesize.txt
+"""
+
+
+def _run(tmp: Path, name: str, command: str, kernel: str = "") -> Path:
+    s = tmp / f"{name}.toml"
+    s.write_text(HEAD.format(kernel=f'kernel = "{kernel}"' if kernel else "", name=name,
+                             command=command))
+    out = tmp / name
+    started = time.monotonic()
+    proc = run_blklab("run", str(s), "--jobs", "1", "--no-report", "--out", str(out))
+    print(f"\n{name}{' on ' + kernel if kernel else ''}: "
+          f"{time.monotonic() - started:.0f} s of host time")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def _apps_built() -> None:
+    if not (REPO / "build" / "apps" / "apps.json").exists():
+        pytest.fail("build/apps missing: run 'make apps' first")
+
+
+@pytest.fixture(scope="module")
+def twice(built, tmp_path_factory):
+    _apps_built()
+    tmp = tmp_path_factory.mktemp("apps")
+    return [_run(tmp, f"check-{n}", CHECK) for n in ("a", "b")]
+
+
+def _cell(out: Path) -> tuple[str, dict]:
+    ((cid, cell),) = cells_of(out).items()
+    return cid, cell
+
+
+def test_every_program_runs(twice):
+    cid, cell = _cell(twice[0])
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["request"]["apps"] is True
+    out = twice[0] / "cells" / cid
+    stdout = (out / "workload.stdout").read_text()
+    assert "== all checks passed" in stdout, stdout
+    command = out / "command"
+    assert "answer\n1\n" in (command / "mariadb-select.txt").read_text()
+    pgbench = (command / "pgbench.txt").read_text()
+    assert "number of failed transactions: 0" in pgbench, pgbench
+    assert "tps = " in pgbench, pgbench
+    assert (command / "etcd-get.txt").read_text() == "blklab\nkey-value\n"
+    assert '"sysstat"' in (command / "iostat.txt").read_text()
+    assert "hello" in (command / "mount-ext4.txt").read_text()
+    assert "hello" in (command / "mount-xfs.txt").read_text()
+    histogram = (command / "biolatency.txt").read_text()
+    assert "disk = nvme0n1" in histogram, histogram
+    # The histogram counts dd's 2000 reads (and whatever else ran then).
+    counts = [int(line.split(":")[1].split("|")[0]) for line in histogram.splitlines()
+              if "->" in line]
+    assert sum(counts) >= 2000, histogram
+
+
+def test_the_second_run_gives_the_same_bytes(twice):
+    (cid_a, a), (cid_b, b) = _cell(twice[0]), _cell(twice[1])
+    assert cid_a == cid_b
+    assert not diverge.result_differences(a, b)
+    for f in sorted((twice[0] / "cells" / cid_a / "command").iterdir()):
+        assert f.read_bytes() == (twice[1] / "cells" / cid_b / "command" / f.name).read_bytes(), f.name
+
+
+@pytest.mark.parametrize("kernel", ["5.10-amd64", "6.1-amd64", "6.12-amd64"])
+def test_bpf_tools_attach_on_every_series(built, tmp_path, kernel):
+    _apps_built()
+    if not (REPO / "build" / "images" / kernel / "image.json").exists():
+        pytest.fail(f"build/images/{kernel} missing: run 'make images' first")
+    out = _run(tmp_path, "bpf", BPF, kernel)
+    cid, cell = _cell(out)
+    assert cell["status"] == "ok", cell["error"]
+    text = (out / "cells" / cid / "workload.stdout").read_text()
+    assert "disk = nvme0n1" in text, text
+    counts = [int(line.split(":")[1].split("|")[0]) for line in text.splitlines()
+              if "->" in line]
+    # biolatency's and bitesize's histograms each count dd's 2000 reads.
+    assert sum(counts) >= 4000, text
