@@ -31,6 +31,7 @@ run mount-xfs sh -c "mount -t xfs $BLKLAB_DEVICE /data/mnt && echo hello > /data
 
 # iostat's extended statistics, one report.
 run iostat iostat -x -d -o JSON
+run sysbench sysbench --version
 
 # A libbpf-tools histogram of the block layer's latency while dd reads.
 biolatency -D 2 1 > "$out/biolatency.txt" 2>&1 &
