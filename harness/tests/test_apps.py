@@ -131,3 +131,12 @@ def test_the_initrd_carries_apps_cpio_when_asked(tmp_path):
     blob = out.read_bytes()
     assert blob.startswith(b"I" * 5000 + b"F" * 10 + b"A" * 7)
     assert len(blob) % 4096 == 0 and blob.rstrip(b"\0").endswith(b"A")
+
+
+def test_the_libvirt_backend_refuses_the_applications_disk(tmp_path):
+    from blklab.errors import VMError
+    from blklab.libvirt_vm import domain_xml
+
+    with pytest.raises(VMError, match="--backend direct"):
+        domain_xml(config(tmp_path, apps=True), "blklab-x")
+    assert "<domain" in domain_xml(config(tmp_path, apps=False), "blklab-x")
