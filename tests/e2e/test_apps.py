@@ -160,3 +160,25 @@ def test_bpf_tools_attach_on_every_series(built, tmp_path, kernel):
             assert rc[tool] == 0, text[tool]
             assert _histogram_total(text[tool]) >= 2000, text[tool]
     assert "disk = nvme0n1" in text["biolatency"] or kernel.startswith("5.10-")
+
+
+def test_a_virtio_blk_device_beside_the_applications_disk(built, tmp_path):
+    """Both disks are virtio-blk: the command gets the device under test,
+    told apart from the applications' disk by its serial; the hostname and
+    machine-id are the fixed ones."""
+    _apps_built()
+    text = (HEAD.replace('kind = "nvme"', 'kind = "virtio-blk"')
+            .replace('profile = "samsung-980pro-1t"', 'profile = "aws-gp3-100g"')
+            .replace('schedulers = ["none"]', 'schedulers = ["mq-deadline"]'))
+    s = tmp_path / "vblk.toml"
+    s.write_text(text.format(kernel="", name="vblk", command=(
+        'd=${BLKLAB_DEVICE#/dev/}\n'
+        'echo "$BLKLAB_DEVICE $(cat /sys/block/$d/serial) $(cat /sys/block/$d/queue/scheduler)"\n'
+        'echo "$(hostname) $(cat /etc/machine-id)"\n')))
+    proc = run_blklab("run", str(s), "--jobs", "1", "--no-report", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cid, cell = _cell(tmp_path / "o")
+    assert cell["status"] == "ok", cell["error"]
+    assert (tmp_path / "o" / "cells" / cid / "workload.stdout").read_text() == (
+        "/dev/vda blklab-nvme0 none [mq-deadline] kyber bfq \n"
+        "blklab 0123456789abcdef0123456789abcdef\n")
