@@ -68,7 +68,7 @@ DEB_PACKAGES := \
 	python3-jsonschema python3-rich python3-matplotlib chromium \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
-.PHONY: all deps qemu cmake blkgen image images scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
+.PHONY: all deps qemu cmake blkgen image images apps scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
 	test-host-debian13 \
 	bench-device bench-io-path bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate \
 	bench-cpu-paths bench-pause
@@ -117,6 +117,11 @@ images: deps
 	    guest-images/build-image.sh --kernel $$k || exit 1; \
 	done
 
+# The applications' root a scenario's [guest] apps mounts (one image for
+# every kernel), built in the same pinned root from guest-images/apps.lock.
+apps: deps
+	guest-images/build-apps.sh
+
 # The image of the kernel the scenario's [guest] kernel names; an invalid
 # scenario stops here with blklab's message.
 scenario: qemu blkgen
@@ -124,7 +129,7 @@ scenario: qemu blkgen
 	    $(MAKE) --no-print-directory image KERNEL=$$kernel
 	cd harness && $(PYTHON) -m blklab run ../scenarios/$(SCENARIO).toml
 
-test: qemu images
+test: qemu images apps
 	$(MAKE) test-unit
 	$(MAKE) test-qtest
 	$(MAKE) test-qtest-fuzz

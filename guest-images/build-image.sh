@@ -91,6 +91,15 @@ kind_drivers="nvme=nvme:BLK_DEV_NVME
     ide-hd=ata_piix:ATA_PIIX,sd_mod:BLK_DEV_SD
     ahci-hd=ahci:SATA_AHCI,sd_mod:BLK_DEV_SD
     virtio-blk=virtio_blk:VIRTIO_BLK"
+# The drivers a guest with the applications' root ([guest] apps) needs:
+# its squashfs on a virtio-blk disk (virtio_blk is a device kind's driver,
+# already in the initramfs) and the filesystems applications run on. They
+# go into an archive of their own, apps.cpio, with a modules.dep of both
+# archives' modules that replaces the initramfs's when a cell's initrd
+# carries it, so that the initramfs of every other cell stays as it was.
+# crc32c_generic: ext4's and jbd2's checksums (modules.softdep names
+# crypto-crc32c; qemu64 has no SSE4.2 for crc32c-intel).
+apps_drivers="squashfs:SQUASHFS ext4:EXT4_FS xfs:XFS_FS crc32c_generic:CRYPTO_CRC32C"
 # Programs of the build root copied with their shared libraries.
 root_programs="/usr/sbin/blktrace /usr/bin/blkparse /usr/bin/btt"
 # fio and the libraries only it needs (70 of 102 MB, its I/O engines'
@@ -253,6 +262,43 @@ cp "$kx/$moddir/modules.order" "$kx/$moddir/modules.builtin" \
 inroot "$build_root" depmod -b /blklab-image/root "$kernel_release"
 rm -f "$root/$moddir"/*.bin
 
+# apps.cpio: the applications' drivers that are modules and are not in the
+# initramfs already, and the modules.* files of a depmod over both.
+appsroot=$work/apps
+union=$work/union
+mkdir -p "$appsroot/$moddir" "$union/lib/modules"
+cp -a "$root/$moddir" "$union/lib/modules/"
+for entry in $apps_drivers; do
+    d=${entry%%:*}
+    case $(driver_state "$d") in
+        module)
+            for rel in $(grep -E "(^|/)${d//-/[-_]}\.ko(\.xz)?:" "$kx/$moddir/modules.dep" |
+                         tr -d ':' | tr ' ' '\n' | sed '/^$/d'); do
+                [ -e "$root/$moddir/${rel%.xz}" ] && continue
+                mkdir -p "$(dirname "$appsroot/$moddir/${rel%.xz}")"
+                case "$rel" in
+                    *.ko.xz) inroot "$build_root" busybox xz -dc "/blklab-image/kernel/$moddir/$rel" \
+                                 > "$appsroot/$moddir/${rel%.xz}" ;;
+                    *.ko) cp "$kx/$moddir/$rel" "$appsroot/$moddir/$rel" ;;
+                    *) die "$kpkg: module $rel is compressed in a way the image does not unpack" ;;
+                esac
+                chmod 0644 "$appsroot/$moddir/${rel%.xz}"
+            done ;;
+        builtin) ;;
+        *) die "flavour $flavour: $kpkg $kver_pkg has no driver $d, which the applications'" \
+               "root needs ($(kconfig_line "${entry#*:}"))" ;;
+    esac
+done
+cp -a "$appsroot/lib" "$union/"
+inroot "$build_root" depmod -b /blklab-image/union "$kernel_release"
+for f in "$union/$moddir"/modules.*; do
+    case "$f" in
+        *.bin) ;;
+        *) cmp -s "$f" "$root/$moddir/${f##*/}" || cp "$f" "$appsroot/$moddir/" ;;
+    esac
+done
+rm -rf "$union"
+
 # Userland, all from the build root: busybox with one link per applet,
 # blkgen, the root's programs and their libraries (ldd in the root) at the
 # paths the dynamic loader looks in.
@@ -320,6 +366,7 @@ archive() {
 }
 archive root > "$work/initramfs.cpio"
 archive fio > "$work/fio.cpio"
+archive apps > "$work/apps.cpio"
 
 install -m 0644 "$kx/boot/vmlinuz-$kernel_release" "$work/vmlinuz"
 # The kernel ELF inside it, which QEMU boots through its PVH entry: the
@@ -331,16 +378,18 @@ inroot "$build_root" python3 /blklab-image/vmlinux-from-bzimage.py \
 install -m 0644 "$kconfig" "$work/config"
 {
     sed '$d' "$root/etc/blklab/image.json" | sed '$ s/$/,/'
-    printf '  "hash": "%s",\n  "initramfs_sha256": "%s",\n  "fio_cpio_sha256": "%s",\n  "vmlinuz_sha256": "%s",\n  "vmlinux_sha256": "%s"\n}\n' \
+    printf '  "hash": "%s",\n  "initramfs_sha256": "%s",\n  "fio_cpio_sha256": "%s",\n  "apps_cpio_sha256": "%s",\n  "vmlinuz_sha256": "%s",\n  "vmlinux_sha256": "%s"\n}\n' \
         "$hash" "$(sha256sum < "$work/initramfs.cpio" | cut -d' ' -f1)" \
         "$(sha256sum < "$work/fio.cpio" | cut -d' ' -f1)" \
+        "$(sha256sum < "$work/apps.cpio" | cut -d' ' -f1)" \
         "$(sha256sum < "$work/vmlinuz" | cut -d' ' -f1)" \
         "$(sha256sum < "$work/vmlinux" | cut -d' ' -f1)"
 } > "$work/image.json"
 printf '%s\n' "$inputs" > "$work/inputs.txt"
 
 mkdir -p "$work/out"
-mv "$work/vmlinuz" "$work/vmlinux" "$work/initramfs.cpio" "$work/fio.cpio" "$work/image.json" "$work/inputs.txt" \
+mv "$work/vmlinuz" "$work/vmlinux" "$work/initramfs.cpio" "$work/fio.cpio" "$work/apps.cpio" \
+   "$work/image.json" "$work/inputs.txt" \
    "$work/config" "$work/out/"
 mkdir -p "$cache/image"
 rm -rf "$dest"

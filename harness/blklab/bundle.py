@@ -54,7 +54,7 @@ class JobBundle:
     cell_id: str
     device_kind: str
     scheduler: str
-    workload: str  # "blkgen", "fio" or "probe"
+    workload: str  # "blkgen", "fio", "command" or "probe"
     tunables: tuple[tuple[str, str], ...]  # (path under queue/, value)
     workload_args: tuple[str, ...]
     blktrace: bool = False
@@ -68,11 +68,13 @@ class JobBundle:
     attachments: tuple[tuple[str, bytes], ...] = ()
     replay: bool = False  # a job replays a trace onto the device under test
     capture: bool = False  # run tools/blklab-capture.sh beside the workload
+    apps: bool = False  # mount the applications' root ([guest] apps)
+    seed: int | None = None  # the cell's seed, given to a command job as BLKLAB_SEED
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
                  blktrace: bool = False, fault: str = "none",
-                 capture: bool = False) -> "JobBundle":
+                 capture: bool = False, apps: bool = False) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -91,10 +93,16 @@ class JobBundle:
         if workload == "fio":
             args.append("--eta=never")
         attachments = tuple((f.name, f.data) for job in jobs for f in job.files)
+        seed = None
+        if workload == "command":
+            args = []
+            attachments = tuple(("command.sh", job.command.encode()) for job in jobs
+                                if job.command is not None)
+            seed = cell.seed
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
                    tuple(cell.tunables()), tuple(args), blktrace, fault,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
-                   any(job.replays for job in jobs), capture)
+                   any(job.replays for job in jobs), capture, apps, seed)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -113,6 +121,10 @@ class JobBundle:
             env["BLKLAB_REPLAY"] = "1"
         if self.capture:  # likewise
             env["BLKLAB_CAPTURE"] = "1"
+        if self.apps:  # likewise
+            env["BLKLAB_APPS"] = "1"
+        if self.seed is not None:  # a command job's only
+            env["BLKLAB_SEED"] = str(self.seed)
         if self.switch_schedulers:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_SWITCH_SCHEDULERS"] = " ".join(self.switch_schedulers)
             env["BLKLAB_SWITCH_INTERVAL_MS"] = str(self.switch_interval_ms)

@@ -23,8 +23,8 @@ from blklab.bundle import JobBundle
 from blklab.errors import BlklabError, VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
                             summarize)
-from blklab.scenario import Cell, Scenario
-from blklab.vm import VM, VMConfig, guest_initrd, image_kernel
+from blklab.scenario import PROFILE_DIR, Cell, Scenario
+from blklab.vm import APPS_PROFILE, VM, VMConfig, guest_initrd, image_kernel
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "nvme_poll_queues": scenario.guest.nvme_poll_queues,
         "kernel_flavour": scenario.guest.flavour,
         "kernel": scenario.guest.kernel,
-    }
+    } | ({"apps": True} if scenario.guest.apps else {})
 
 
 def devmodel_seed(cell: Cell) -> int:
@@ -113,7 +113,7 @@ def devmodel_seed(cell: Cell) -> int:
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault, scenario.capture)
+                                scenario.fault, scenario.capture, scenario.guest.apps)
     return CellResult(cell_id=cell.id, status="failed", error=error,
                       request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
                       host={"qemu_cmdline": [], "wall_seconds": 0.0})
@@ -136,10 +136,11 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext
 def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  ) -> tuple[CellResult, dict[str, bytes]]:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault, scenario.capture)
+                                scenario.fault, scenario.capture, scenario.guest.apps)
     fio = scenario.workload == "fio"
+    apps = scenario.guest.apps
     initrd = scratch / "initrd.cpio"
-    guest_initrd(initrd, ctx.image_dir, fio=fio)
+    guest_initrd(initrd, ctx.image_dir, fio=fio, apps=apps)
     job = scratch / "job.cpio"
     job.write_bytes(bundle.cpio())
     backing = None
@@ -165,8 +166,17 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         device=cell.device,
         backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell),
         nvme_poll_queues=scenario.guest.nvme_poll_queues, job_path=job)
+    apps_image: dict[str, Any] = {}
+    if apps:
+        apps_dir = paths.apps_dir()
+        apps_image = json.loads((apps_dir / "apps.json").read_text())
+        config.apps_path = apps_dir / "apps.squashfs"
+        config.apps_profile_path = scratch / "apps-profile.toml"
+        shutil.copyfile(PROFILE_DIR / f"{APPS_PROFILE}.toml", config.apps_profile_path)
     result = CellResult(cell_id=cell.id, status="failed", error=None,
                         request=request_of(cell, scenario, ctx, bundle), image=ctx.image)
+    if apps:
+        result.host["apps_image"] = apps_image
     vm_error = None
     started = time.monotonic()
     vm = None
@@ -175,7 +185,8 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     result.host["qemu_cmdline"] = []  # until a QEMU starts
     try:
         if cold_why is None:
-            inputs = snapshot.inputs_of(config, ctx.image.get("hash", ""), fio)
+            inputs = snapshot.inputs_of(config, ctx.image.get("hash", ""), fio,
+                                        apps_image.get("hash"))
             result.host["boot"] = {"from": "snapshot", "snapshot": snapshot.key_of(inputs)}
             snap = snapshot.ensure(config, inputs, scenario.timeout_s, ctx.make_vm)
             config.incoming = snap.state
@@ -218,6 +229,11 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         blob = b""
     data = channel.parse(blob)
     _fill_from_guest(result, data)
+    if scenario.workload == "command" and data.status == "ok":
+        # What the command left in its output directory, kept beside the cell.
+        result.workload = {"command": {"exit_code": 0, "files": sorted(
+            name[len(COMMAND_FILE_PREFIX):] for name in data.files
+            if name.startswith(COMMAND_FILE_PREFIX))}}
 
     keep: dict[str, bytes] = {}
     rel_dir = f"cells/{cell.id}"
@@ -236,13 +252,18 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         keep[f"{rel_dir}/{config.stderr_log.name}"] = stderr
     result.workload_notes = (
         notes.blkgen_notes(data.files.get("workload.stderr", b"").decode(errors="replace"))
-        if scenario.workload == "blkgen" else notes.fio_notes(result.workload))
+        if scenario.workload == "blkgen" else notes.fio_notes(result.workload)
+        if scenario.workload == "fio" else [])
     for n in result.workload_notes:
         log.warning("cell %s: %s: %s", cell.id, scenario.workload, n)
     for name in ("workload.stderr", "dmesg.txt", "btt.txt", "blktrace.log", "blktrace.bin",
                  "switches.txt", "capture.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
+    if scenario.workload == "command":
+        for name, blob_ in data.files.items():
+            if name == "workload.stdout" or name.startswith(COMMAND_FILE_PREFIX):
+                keep[f"{rel_dir}/{name.replace(COMMAND_FILE_PREFIX, 'command/', 1)}"] = blob_
     result.files = {KEPT_FILE_KEYS.get(rel.rsplit("/", 1)[1], rel.rsplit("/", 1)[1]): rel
                     for rel in keep}
     console = keep.get(f"{rel_dir}/console.log", b"").decode(errors="replace")
@@ -297,6 +318,9 @@ def kernel_warnings(console: str) -> list[str]:
             if "WARNING: CPU:" in line or "BUG:" in line]
 
 
+# The guest sends a command job's own output files (its /out) under this
+# prefix; the cell keeps them under cells/<id>/command/.
+COMMAND_FILE_PREFIX = "command-"
 # Names under which a cell's JSON refers to its kept files.
 KEPT_FILE_KEYS = {"console.log": "console_log", "cmdline.txt": "cmdline",
                   "domain.xml": "domain_xml", "qemu-stderr.log": "qemu_stderr"}
@@ -359,6 +383,8 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
     in_effect = result.in_effect.get("scheduler")
     if in_effect != cell.scheduler:
         return f"scheduler in effect is '{in_effect}', asked for '{cell.scheduler}'"
+    if "command" in result.workload:  # its exit status is its verdict
+        return None
     if not any(row["total_ios"] for row in result.summary):
         return "the workload completed no I/O"
     if cell.device.profile is not None and result.devmodel is None:

@@ -61,6 +61,9 @@ def _pci(parent: ET.Element, slot: int) -> None:
 
 def domain_xml(config: VMConfig, name: str) -> str:
     """The transient domain for one cell."""
+    if config.apps_path is not None:
+        raise VMError("[guest] apps: the libvirt backend does not attach the applications' "
+                      "disk; run with --backend direct", [])
     ET.register_namespace("qemu", QEMU_NS)
     dom = ET.Element("domain", {"type": "kvm" if config.accel == "kvm" else "qemu"})
     _sub(dom, "name", name)

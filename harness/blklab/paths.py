@@ -40,6 +40,14 @@ def image_dir(kernel: str) -> Path:
     return d.resolve()
 
 
+def apps_dir() -> Path:
+    """The applications' root image (guest-images/build-apps.sh)."""
+    d = build_dir() / "apps"
+    if not (d / "apps.json").exists():
+        raise BuildMissingError(f"no applications' root at {d}: run 'make apps'")
+    return d.resolve()
+
+
 def devmodel_info() -> Path:
     tool = build_dir() / "cmake" / "devmodel" / "devmodel-info"
     if not tool.exists():

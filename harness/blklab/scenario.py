@@ -31,7 +31,9 @@ DEVICE_KINDS = ("nvme", "ide-hd", "ahci-hd", "virtio-blk")
 BACKINGS = ("null", "file")
 MODES = ("deterministic", "realtime")
 DEFAULT_MODE = "deterministic"
-WORKLOADS = ("blkgen", "fio")
+# "command": each cell runs its [[job]]'s command, a shell script, in the
+# applications' root ([guest] apps; guest-images/build-apps.sh).
+WORKLOADS = ("blkgen", "fio", "command")
 # Faults the guest injects on purpose once its workload runs, to test
 # blklab itself: a kernel panic, or a guest that never finishes.
 FAULTS = ("none", "guest-panic", "guest-hang")
@@ -178,6 +180,9 @@ class Guest:
     # drivers/nvme/host/pci.c refuses more than the possible CPUs (5.10, 6.1
     # and 6.12 alike), so at most vcpus.
     nvme_poll_queues: int = 0
+    # Mount the applications' root (guest-images/build-apps.sh) from a
+    # read-only, model-timed disk of its own; workload = "command" runs in it.
+    apps: bool = False
     # "restore": each cell starts from the guest saved at its job point,
     # booted once per guest (deterministic mode, direct backend; blklab.snapshot);
     # "cold": each cell boots.
@@ -209,6 +214,9 @@ class Job:
     files: tuple = ()
     fio_file: str | None = None  # guest path of a customer's fio job file
     sections: tuple[str, ...] = ()  # the fio job file's job sections that run
+    # workload = "command": the shell script the job runs in the
+    # applications' root (guest-images/init says with what around it).
+    command: str | None = None
 
     def args(self) -> list[str]:
         if self.fio_file is not None:
@@ -698,6 +706,24 @@ def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str,
     return Job(name, (), (jf.attachment,), jf.attachment.guest_path, jf.sections)
 
 
+def _parse_command_jobs(path: str, data: dict[str, Any]) -> list[Job]:
+    """workload = "command": one [[job]] with a name and the shell script
+    (command) it runs in the applications' root."""
+    tables = data.get("job")
+    if not isinstance(tables, list) or len(tables) != 1 or not isinstance(tables[0], dict):
+        raise ScenarioError(path, "job", "workload = \"command\" runs exactly one [[job]]; "
+                            "put its steps into one command")
+    j = _Reader(path, tables[0], "job[0]")
+    name = j.get("name", str, required=True)
+    if not _NAME.match(name):
+        raise j.error("name", "must be 1-64 of letters, digits, '_', '.', '-'")
+    command = j.get("command", str, required=True)
+    if not command.strip():
+        raise j.error("command", "is empty")
+    j.finish()
+    return [Job(name, (), command=command)]
+
+
 def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
                 workload: str = "blkgen") -> list[Job]:
     from blklab import jobfiles
@@ -1112,7 +1138,7 @@ def _short_queue_axis(queue: dict[str, Any], data: dict[str, Any], device: str |
 
 # The [guest] keys `blklab run --guest KEY=VALUE` may set.
 GUEST_KEYS = ("kernel", "vcpus", "memory_mib", "cpu", "cpu_rate", "vcpu_clocks", "vcpu_quantum_ns",
-              "pause_ns", "irq_ns", "syscall_ns", "wake_ns", "nvme_poll_queues", "boot")
+              "pause_ns", "irq_ns", "syscall_ns", "wake_ns", "nvme_poll_queues", "boot", "apps")
 _GUEST_TEXT_KEYS = ("kernel", "vcpu_clocks", "boot", "cpu")  # kernel=6.12 is the series, not a number
 
 
@@ -1262,6 +1288,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         written=written,
         vcpu_clocks=g.choice("vcpu_clocks", VCPU_CLOCKS, DEFAULT_VCPU_CLOCKS),
         boot=g.choice("boot", BOOTS, "restore"),
+        apps=g.get("apps", bool, False),
         **_parse_cpu(g),
     )
     quantum = g.integer("vcpu_quantum_ns", None, 1, VCPU_QUANTUM_MAX_NS)
@@ -1302,12 +1329,18 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
 
     kernels.check_iosched(shown, written, guest.kernel, iosched_axes)
     kernels.check_queue(shown, written, guest.kernel, devices, queue_axes)
-    jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
-    if check_profiles:
+    if workload == "command":
+        if not guest.apps:
+            raise s.error("workload", "\"command\" runs its job in the applications' root: "
+                          "set [guest] apps = true")
+        jobs = _parse_command_jobs(shown, data)
+    else:
+        jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
+    if check_profiles and workload != "command":
         kernels.check_scenario(shown, written, guest.kernel, devices, schedulers, jobs)
     if workload == "fio" and check_profiles:
         _check_fio_options(shown, jobs)
-    elif check_profiles:
+    elif check_profiles and workload == "blkgen":
         _check_blkgen_options(shown, jobs)
     expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
     if mode_override is not None:

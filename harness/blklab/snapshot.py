@@ -97,26 +97,36 @@ def boot_config(config: VMConfig, workdir: Path) -> VMConfig:
                                qmp_path=None)
 
 
-def inputs_of(config: VMConfig, image_hash: str, fio: bool) -> dict[str, Any]:
+def inputs_of(config: VMConfig, image_hash: str, fio: bool,
+              apps_hash: str | None = None) -> dict[str, Any]:
     """What the guest's state at its job point depends on: the QEMU binary,
-    the image, the initrd's parts and the QEMU command line of its boot with
-    every per-cell path and the device model's profile and seed replaced by
+    the image, the initrd's parts, the applications' root (apps_hash, when
+    its disk is attached) and the QEMU command line of its boot with every
+    per-cell path and the device model's profile and seed replaced by
     placeholders (the model is opened afresh at the job point)."""
     placeholders = {name: Path(p) for name, p in _BOOT_PATHS.items()}
     if config.backing_path is not None:
         placeholders["backing_path"] = Path("/cell/disk.raw")
     if config.profile_path is not None:
         placeholders["profile_path"] = Path("/cell/profile.toml")
+    if config.apps_path is not None:
+        placeholders["apps_path"] = Path("/apps/apps.squashfs")
+        placeholders["apps_profile_path"] = Path("/apps/profile.toml")
     boot = dataclasses.replace(boot_config(config, placeholders.pop("workdir")),
                                devmodel_seed=0, **placeholders)
     cmdline = boot.cmdline()
-    return {
+    parts = ["initramfs.cpio"] + (["fio.cpio"] if fio else []) + (
+        ["apps.cpio"] if config.apps_path is not None else [])
+    inputs = {
         "format": SNAPSHOT_FORMAT,
         "qemu_sha256": qemu_id(config.qemu),
         "image": image_hash,
-        "initrd": "initramfs.cpio + fio.cpio" if fio else "initramfs.cpio",
+        "initrd": " + ".join(parts),
         "qemu_cmdline": ["qemu-system-x86_64"] + cmdline[1:],
     }
+    if config.apps_path is not None:  # only then, so other guests keep their keys
+        inputs["apps"] = apps_hash
+    return inputs
 
 
 def key_of(inputs: dict[str, Any]) -> str:

@@ -35,6 +35,12 @@ RESULTS_PORT = "org.blklab.results"
 # backend starts QEMU (libvirt places its own devices from slot 2 up).
 PCI_SLOT_RESULTS = 3  # virtio-serial-pci carrying the results port
 PCI_SLOT_DISK = 4  # nvme, virtio-blk-pci, or ich9-ahci for ahci-hd
+PCI_SLOT_APPS = 5  # virtio-blk-pci carrying the applications' root ([guest] apps)
+# The applications' root's disk: its serial (the guest's init finds it by
+# that) and the device model that times its reads, so that every byte an
+# application loads arrives in virtual time as from a drive of that profile.
+APPS_SERIAL = "blklab-apps"
+APPS_PROFILE = "samsung-980pro-1t"
 # Fixed RTC start for deterministic mode: the guest never sees the host date.
 DETERMINISTIC_RTC_BASE = "2020-01-01T00:00:00"
 DETERMINISTIC_RTC_BASE_EPOCH = 1577836800  # the same instant, in seconds since 1970 (UTC)
@@ -66,10 +72,11 @@ def image_kernel(image_dir: Path) -> Path:
     return kernel
 
 
-def guest_initrd(path: Path, image_dir: Path, fio: bool = False) -> None:
+def guest_initrd(path: Path, image_dir: Path, fio: bool = False, apps: bool = False) -> None:
     """Write the image's initramfs, then its fio.cpio if `fio` (fio and the
     libraries only it needs: 70 MB that a blkgen cell's kernel would unpack
-    into RAM for nothing), zero-padded to a whole page (the kernel's
+    into RAM for nothing), then its apps.cpio if `apps` (the drivers of the
+    applications' root and its filesystems), zero-padded to a whole page (the kernel's
     unpacker reads the archives in turn and skips zeros). The same for every
     cell of a guest: the job reaches the guest after its job point, as an
     fw_cfg file (VMConfig.job_path).
@@ -83,7 +90,7 @@ def guest_initrd(path: Path, image_dir: Path, fio: bool = False) -> None:
     (relocate_initrd(), arch/x86/kernel/setup.c: "Move RAMDISK"), which
     costs 110 ms of the guest's time and seconds of host time under TCG.
     Whole pages end the initrd below that page."""
-    parts = ["initramfs.cpio", "fio.cpio"] if fio else ["initramfs.cpio"]
+    parts = ["initramfs.cpio"] + (["fio.cpio"] if fio else []) + (["apps.cpio"] if apps else [])
     with open(path, "wb") as out:
         for name in parts:
             with open(image_dir / name, "rb") as part:
@@ -139,6 +146,11 @@ class VMConfig:
     # Start from a guest saved at its job point (a QEMU migration file)
     # instead of booting.
     incoming: Path | None = None
+    # The applications' root (build/apps/apps.squashfs), attached read-only
+    # as a virtio-blk disk of its own timed by APPS_PROFILE (apps_profile_path,
+    # the profile as QEMU reads it); None: no such disk.
+    apps_path: Path | None = None
+    apps_profile_path: Path | None = None
 
     @property
     def console_log(self) -> Path:
@@ -251,6 +263,8 @@ class VMConfig:
             cmd += ["-trace", "det_*", "-D", str(self.trace_path)]
         if self.device is not None:
             cmd += self._device_args(self.device)
+        if self.apps_path is not None:
+            cmd += self._apps_args()
         if self.incoming is not None:
             cmd += ["-incoming", f"file:{self.incoming}"]
         return cmd
@@ -306,6 +320,16 @@ class VMConfig:
                          "-device", props + ",bus=ahci0.0"]
         return backend + front
 
+
+    def _apps_args(self) -> list[str]:
+        if self.apps_profile_path is None:
+            raise ValueError("the applications' disk needs apps_profile_path")
+        return ["-blockdev", f"driver=file,node-name=appsfile,filename={_opt(self.apps_path)}"
+                             ",read-only=on",
+                "-blockdev", "driver=raw,node-name=apps,file=appsfile,read-only=on",
+                "-device", f"virtio-blk-pci,id=blklab-apps,drive=apps,addr={PCI_SLOT_APPS:#x},"
+                           f"ioeventfd=off,serial={APPS_SERIAL},"
+                           f"devmodel-profile={_opt(self.apps_profile_path)},devmodel-seed=0"]
 
     def device_properties(self) -> list[tuple[str, str, str]]:
         """blklab's properties of the device under test as (name, QOM type,
