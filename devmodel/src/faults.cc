@@ -90,11 +90,10 @@ Completion FaultyDevice::Submit(const Request& r, TimeNs now) {
 
 Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
   Completion c = inner_->Poll(tag, now);
-  if (c.final) {
-    auto it = submitted_.find(tag);
-    const TimeNs submit = it != submitted_.end() ? it->second : now;
-    if (it != submitted_.end()) submitted_.erase(it);
-    c.deadline_ns = schedule_.Apply(std::min(submit, now), std::max(c.deadline_ns, now));
+  auto it = submitted_.find(tag);
+  if (c.final && it != submitted_.end()) {  // an unknown tag stays {now, true}
+    c.deadline_ns = schedule_.Apply(std::min(it->second, now), std::max(c.deadline_ns, now));
+    submitted_.erase(it);
   }
   return c;
 }

@@ -125,6 +125,14 @@ TEST(FaultsTest, HddPollsUnchangedAndTheFinalDeadlineIsSlowedFromItsSubmission) 
   EXPECT_EQ(final_of(&slow, 2, sb), t1 + 2 * (db - t1));
 }
 
+TEST(FaultsTest, AnUnknownTagPolledInAStallIsStillNow) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 0\nduration_ms = 50\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  const Completion c = d->Poll(99, 10 * kMs);
+  EXPECT_EQ(c.deadline_ns, 10 * kMs);
+  EXPECT_TRUE(c.final);
+}
+
 TEST(FaultsTest, ProfileErrorsNameTheKey) {
   struct Case {
     const char* faults;

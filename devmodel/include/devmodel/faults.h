@@ -72,7 +72,8 @@ class FaultSchedule {
 
 // A device with a fault schedule. Non-final deadlines (an HDD's "poll again
 // at") pass unchanged; faults apply to final deadlines only, with the
-// submission time kept per tag for slow windows.
+// submission time kept per tag for slow windows. A poll of an unknown tag
+// still gives {now, true}, in a stall too.
 class FaultyDevice final : public Device {
  public:
   FaultyDevice(std::unique_ptr<Device> inner, FaultSchedule schedule);
