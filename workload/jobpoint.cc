@@ -2,6 +2,9 @@
 //
 //   blklab-jobpoint OUT    reach the job point, then write the job (the
 //                          fw_cfg file opt/org.blklab/job) to OUT
+//   blklab-jobpoint --origin
+//                          the workload starts now: the origin of the
+//                          device models' fault schedules (qemu-patches/0052)
 //
 // The guest init runs it once it has booted as far as it can without its
 // job. Writing to the blklab-jobpoint device's port (qemu-patches/0046)
@@ -18,6 +21,10 @@
 // 4 KiB page that sysfs asks for, so a job of N bytes would cost N^2/8192
 // port reads there.
 //
+// The init runs --origin right before it starts the workload of a cell
+// whose scenario schedules device faults: the faults' times count from that
+// instruction, the same on every host.
+//
 // Exit status: 0 done; 2 usage, no device or no job file; 3 an I/O error.
 #include <sys/io.h>
 
@@ -32,8 +39,10 @@ namespace {
 
 constexpr uint16_t kJobPointPort = 0x5f0;
 constexpr uint8_t kJobPointReached = 0x01;
+constexpr uint8_t kJobPointOrigin = 0x02;
 constexpr uint8_t kJobPointSignature = 0xb1;
 constexpr uint8_t kJobPointDone = 0xb2;
+constexpr uint8_t kJobPointOriginSet = 0xb3;
 
 constexpr uint16_t kFwCfgSelectorPort = 0x510;
 constexpr uint16_t kFwCfgDataPort = 0x511;
@@ -75,15 +84,34 @@ bool FindFwCfgFile(const char* name, uint16_t* key, uint32_t* size) {
   return false;
 }
 
+// The workload starts: sets the origin of every device model's faults.
+int SetOrigin() {
+  if (ioperm(kJobPointPort, 1, 1) != 0) {
+    return Fail(2, std::string("ioperm: ") + std::strerror(errno));
+  }
+  const uint8_t state = inb(kJobPointPort);
+  if (state != kJobPointDone && state != kJobPointOriginSet) {
+    return Fail(2, state == kJobPointSignature
+                       ? "--origin before the job point"
+                       : "no blklab-jobpoint device at port 0x5f0 (QEMU without it?)");
+  }
+  outb(kJobPointOrigin, kJobPointPort);
+  if (inb(kJobPointPort) != kJobPointOriginSet) {
+    return Fail(2, "QEMU did not take the workload's origin (a QEMU without qemu-patches/0052?)");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--origin") == 0) return SetOrigin();
   // --no-stop: only read the job. For a QEMU without the job point device
   // (stock QEMU in realtime mode, which never saves a guest); the harness
   // says so on the kernel command line.
   const bool stop = !(argc == 3 && std::strcmp(argv[1], "--no-stop") == 0);
   if (argc != (stop ? 2 : 3)) {
-    return Fail(2, "usage: blklab-jobpoint [--no-stop] OUT");
+    return Fail(2, "usage: blklab-jobpoint [--no-stop] OUT | blklab-jobpoint --origin");
   }
   const char* out_path = argv[argc - 1];
   if ((stop && ioperm(kJobPointPort, 1, 1) != 0) || ioperm(kFwCfgSelectorPort, 2, 1) != 0) {

@@ -27,6 +27,7 @@
 
 #include "devmodel/device.h"
 #include "devmodel/devmodel.h"
+#include "devmodel/faults.h"
 #include "devmodel/profile.h"
 #include "profile_text.h"
 
@@ -79,6 +80,8 @@ class Session {
         PollPending(d);
       } else if (action == 13) {
         PollUnknown(d);
+      } else if (action == 15 && d.ConsumeBool()) {
+        SetOrigin(d);
       } else {
         CheckCounters();
       }
@@ -124,6 +127,13 @@ class Session {
       default:
         return now + d.ConsumeIntegralInRange<std::uint64_t>(0, 1000);
     }
+  }
+
+  // The workload starts: both the ABI and the shadow move their fault origin.
+  void SetOrigin(FuzzedDataProvider& d) {
+    const std::uint64_t now = Advance(NextNow(d));
+    devmodel_set_origin(m_, now);
+    if (auto* faulty = devmodel::FaultyDevice::Of(shadow_.get())) faulty->SetOrigin(now);
   }
 
   std::uint64_t Advance(std::uint64_t given) {

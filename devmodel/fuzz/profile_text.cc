@@ -1,5 +1,6 @@
 #include "profile_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -267,6 +268,26 @@ std::string ToText(const ProfileMap& p, FuzzedDataProvider& d) {
   return text;
 }
 
+// Now and then [[fault]] tables (devmodel/faults.h): stalls and slow windows
+// within the session's first few ms, so that they fire; rarely a bad one.
+std::string FaultTables(FuzzedDataProvider& d) {
+  static const char* const kKinds[] = {"stall", "slow", "stall", "slow", "timeout"};
+  const int n = std::max(0, d.ConsumeIntegralInRange(0, 15) - 11);  // 0 mostly, else 1-4
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    const std::string kind = d.PickValueInArray(kKinds);
+    text += "\n[[fault]]\nkind = \"" + kind + "\"\n";
+    text += "at_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
+    if (d.ConsumeIntegralInRange(0, 31) != 0) {
+      text += "duration_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
+    }
+    if ((kind == "slow") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
+      text += "factor = " + Number(d.ConsumeFloatingPointInRange(0.5, 20.0)) + "\n";
+    }
+  }
+  return text;
+}
+
 std::uint64_t IntOr(const toml::value& table, const char* key, std::uint64_t fallback) {
   if (!table.is_table() || !table.contains(key) || !table.at(key).is_integer()) return fallback;
   return static_cast<std::uint64_t>(table.at(key).as_integer());
@@ -322,7 +343,8 @@ std::string GenerateProfile(FuzzedDataProvider& d) {
     default:
       break;
   }
-  return ToText(p, d);
+  const std::string text = ToText(p, d);
+  return text + FaultTables(d);
 }
 
 bool CheapToBuild(const std::string& toml_text) {

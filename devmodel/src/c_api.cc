@@ -11,6 +11,7 @@
 
 #include "devmodel/device.h"
 #include "devmodel/devmodel.h"
+#include "devmodel/faults.h"
 #include "devmodel/profile.h"
 
 namespace {
@@ -34,7 +35,8 @@ constexpr const char* kOpNames[] = {"read", "write", "flush", "trim"};
 }  // namespace
 
 struct devmodel_t {
-  std::unique_ptr<devmodel::Device> device;
+  std::unique_ptr<devmodel::Device> device;  // a FaultyDevice, faults or not
+  devmodel::FaultyDevice* faulty = nullptr;  // the same object
   uint64_t last_now_ns = 0;
   ServiceTime service[DEVMODEL_OP_TRIM + 1];
   struct Pending {
@@ -76,7 +78,11 @@ devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr
       SetError(errptr, error);
       return nullptr;
     }
+    if (devmodel::FaultyDevice::Of(device.get()) == nullptr) {
+      device = std::make_unique<devmodel::FaultyDevice>(std::move(device), devmodel::FaultSchedule());
+    }
     auto* m = new devmodel_t;
+    m->faulty = devmodel::FaultyDevice::Of(device.get());
     m->device = std::move(device);
     return m;
   } catch (const std::exception& e) {
@@ -103,6 +109,10 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model) {
 
 int devmodel_deadlines_final(const devmodel_t* model) {
   return model->device->deadlines_final() ? 1 : 0;
+}
+
+void devmodel_set_origin(devmodel_t* model, uint64_t now_ns) {
+  model->faulty->SetOrigin(Clamp(model, now_ns));
 }
 
 void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "devmodel/cloud.h"
+#include "devmodel/faults.h"
 #include "devmodel/hdd.h"
 #include "devmodel/ssd.h"
 #include "devmodel/zero.h"
@@ -238,6 +239,23 @@ std::vector<Key> CloudKeys() {
   };
 }
 
+// One [[fault]] table (see devmodel/faults.h). Times in ms of virtual time
+// after the origin the caller sets (blklab: the workload's start).
+std::vector<Key> FaultKeys() {
+  using C = Fault;
+  Key kind = MakeKey("kind", Key::Type::kChoice);
+  kind.choices = {"stall", "slow"};
+  kind.set_choice = [](void* c, const std::string& v) {
+    static_cast<C*>(c)->kind = v == "stall" ? FaultKind::kStall : FaultKind::kSlow;
+  };
+  return {
+      kind,
+      Scaled("at_ms", &C::at_ns, 0, 1e9, 1e6, "ms after the origin"),
+      Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6, "ms (> 0)"),
+      Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6, "x service time (> 1; slow only)"),
+  };
+}
+
 std::string FormatNumber(double v) {
   if (v == std::floor(v) && std::fabs(v) < 0x1p63) {
     return std::to_string(static_cast<long long>(v));
@@ -369,6 +387,13 @@ class Loader {
     if (!table.is_table()) {
       return Fail(table, "'" + section + "' must be a table ([" + section + "])");
     }
+    return ApplyTable(table, section, "[" + section + "]", keys, config);
+  }
+
+  // Applies every key of `table` (named `section` in key names, `header` in
+  // the list of allowed keys) to `config`.
+  bool ApplyTable(const toml::value& table, const std::string& section, const std::string& header,
+                  const std::vector<Key>& keys, void* config) {
     std::vector<std::string> names;
     for (const auto& kv : table.as_table()) names.push_back(kv.first);
     std::sort(names.begin(), names.end());  // deterministic first error
@@ -383,7 +408,7 @@ class Loader {
         std::string allowed;
         for (const Key& k : keys) allowed += (allowed.empty() ? "" : ", ") + std::string(k.name);
         return Fail(v,
-                    "unknown key '" + full + "' (allowed in [" + section + "]: " + allowed + ")");
+                    "unknown key '" + full + "' (allowed in " + header + ": " + allowed + ")");
       }
       key_lines_.emplace_back(full, v.location().line());
       const std::string want = "key '" + full + "' must be " + RangeText(*key);
@@ -468,14 +493,16 @@ class Loader {
       *error_ = name_ + ": not a TOML table";
       return nullptr;
     }
-    const std::vector<std::string> sections = {"device", "ssd", "hdd", "zero", "cloud"};
+    const std::vector<std::string> sections = {"device", "ssd", "hdd", "zero", "cloud", "fault"};
     for (const auto& kv : root.as_table()) {
       if (std::find(sections.begin(), sections.end(), kv.first) == sections.end()) {
         Fail(kv.second,
-             "unknown section '" + kv.first + "' (allowed: device, ssd, hdd, zero, cloud)");
+             "unknown section '" + kv.first + "' (allowed: device, ssd, hdd, zero, cloud, fault)");
         return nullptr;
       }
     }
+    std::vector<Fault> faults;
+    if (root.contains("fault") && !ParseFaults(root.at("fault"), &faults)) return nullptr;
     if (!root.contains("device")) {
       *error_ =
           name_ +
@@ -535,7 +562,45 @@ class Loader {
       device = NewCloudVolume(cloud, std::move(device), seed ^ 0x636c6f7564ull, &why);
     }
     if (device == nullptr) *error_ = name_ + ":" + LineOfFirstKeyIn(why) + " " + why;
+    if (device != nullptr && !faults.empty()) {
+      device = std::make_unique<FaultyDevice>(std::move(device), FaultSchedule(std::move(faults)));
+    }
     return device;
+  }
+
+  // Every [[fault]] table: kind and duration_ms required, factor on "slow"
+  // only (and then required).
+  bool ParseFaults(const toml::value& list, std::vector<Fault>* faults) {
+    if (!list.is_array()) {
+      return Fail(list, "'fault' must be an array of tables ([[fault]])");
+    }
+    for (const toml::value& table : list.as_array()) {
+      if (!table.is_table()) {
+        return Fail(table, "'fault' must be an array of tables ([[fault]]), got an element that is " +
+                               TypeName(table));
+      }
+      Fault f;
+      f.factor_ppm = 0;
+      if (!ApplyTable(table, "fault", "[[fault]]", FaultKeys(), &f)) return false;
+      if (!table.contains("kind")) {
+        return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\")");
+      }
+      if (!table.contains("duration_ms") || f.duration_ns == 0) {
+        return Fail(table.contains("duration_ms") ? table.at("duration_ms") : table,
+                    "key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)");
+      }
+      if (f.kind == FaultKind::kStall && table.contains("factor")) {
+        return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
+      }
+      if (f.kind == FaultKind::kSlow && f.factor_ppm <= 1000000) {
+        return Fail(table.contains("factor") ? table.at("factor") : table,
+                    "key 'fault.factor' must be > 1 on a \"slow\" fault (service times "
+                    "multiplied by it)");
+      }
+      if (f.kind == FaultKind::kStall) f.factor_ppm = 1000000;
+      faults->push_back(f);
+    }
+    return true;
   }
 
   const std::string& model() const { return model_; }
@@ -656,7 +721,8 @@ std::string ProfileKeyReference() {
                                          {"ssd", SsdKeys()},
                                          {"hdd", HddKeys()},
                                          {"zero", ZeroKeys()},
-                                         {"cloud", CloudKeys()}};
+                                         {"cloud", CloudKeys()},
+                                         {"fault", FaultKeys()}};
   for (const Section& s : sections) {
     for (const Key& k : s.keys)
       out += std::string(s.name) + "." + k.name + ": " + RangeText(k) + "\n";

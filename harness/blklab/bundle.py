@@ -58,7 +58,10 @@ class JobBundle:
     tunables: tuple[tuple[str, str], ...]  # (path under queue/, value)
     workload_args: tuple[str, ...]
     blktrace: bool = False
-    fault: str = "none"
+    guest_fault: str = "none"  # scenario.guest_fault: a guest panic or hang on purpose
+    # The cell's device has [[fault]]s: the guest marks the workload's start
+    # (blklab-jobpoint --origin), from which they count.
+    device_faults: bool = False
     # The guest writes these to queue/scheduler in turn, one every
     # switch_interval_ms, while the workload runs; () = no switching.
     switch_schedulers: tuple[str, ...] = ()
@@ -73,8 +76,9 @@ class JobBundle:
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
-                 blktrace: bool = False, fault: str = "none",
-                 capture: bool = False, apps: bool = False) -> "JobBundle":
+                 blktrace: bool = False, guest_fault: str = "none",
+                 capture: bool = False, apps: bool = False,
+                 device_faults: bool = False) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -100,7 +104,7 @@ class JobBundle:
                                 if job.command is not None)
             seed = cell.seed
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
-                   tuple(cell.tunables()), tuple(args), blktrace, fault,
+                   tuple(cell.tunables()), tuple(args), blktrace, guest_fault, device_faults,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
                    any(job.replays for job in jobs), capture, apps, seed)
 
@@ -115,8 +119,10 @@ class JobBundle:
             "BLKLAB_SCHEDULER": self.scheduler,
             "BLKLAB_WORKLOAD": self.workload,
             "BLKLAB_BLKTRACE": "1" if self.blktrace else "0",
-            "BLKLAB_FAULT": self.fault,
+            "BLKLAB_GUEST_FAULT": self.guest_fault,
         }
+        if self.device_faults:  # only then, so other cells' bundles stay as they were
+            env["BLKLAB_DEVICE_FAULTS"] = "1"
         if self.replay:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_REPLAY"] = "1"
         if self.capture:  # likewise

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel, model_timing, notes, paths, snapshot
+from blklab import channel, device_faults, model_timing, notes, paths, snapshot
 from blklab.bundle import JobBundle
 from blklab.errors import BlklabError, VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
@@ -80,6 +80,7 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         if d.profile.precondition:
             device["profile"]["precondition"] = d.profile.precondition
     return {
+        "faults": [f.to_json() for f in faults_of(cell, scenario)],
         "scenario": scenario.name,
         "device": device,
         "scheduler": cell.scheduler,
@@ -106,6 +107,12 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
     } | ({"apps": True} if scenario.guest.apps else {})
 
 
+def faults_of(cell: Cell, scenario: Scenario) -> list[device_faults.DeviceFault]:
+    """The scenario's [[fault]]s on this cell's device, in the order given
+    (the order of the model's counters)."""
+    return [f for f in scenario.faults if f.device == cell.device.name]
+
+
 def devmodel_seed(cell: Cell) -> int:
     """The device's own seed if the scenario gives one, else the cell's."""
     return cell.device.seed if cell.device.seed is not None else cell.seed
@@ -113,7 +120,8 @@ def devmodel_seed(cell: Cell) -> int:
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault, scenario.capture, scenario.guest.apps)
+                                scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
+                                device_faults=bool(faults_of(cell, scenario)))
     return CellResult(cell_id=cell.id, status="failed", error=error,
                       request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
                       host={"qemu_cmdline": [], "wall_seconds": 0.0})
@@ -136,7 +144,8 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext
 def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  ) -> tuple[CellResult, dict[str, bytes]]:
     bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.fault, scenario.capture, scenario.guest.apps)
+                                scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
+                                device_faults=bool(faults_of(cell, scenario)))
     fio = scenario.workload == "fio"
     apps = scenario.guest.apps
     initrd = scratch / "initrd.cpio"
@@ -209,6 +218,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             if cell.device.profile is not None:
                 result.devmodel = vm.device_counters()
                 result.model_timing = model_timing.assess(result.devmodel)
+                if faults_of(cell, scenario):
+                    result.faults = device_faults.fired(faults_of(cell, scenario),
+                                                        result.devmodel)
     except BlklabError as e:
         vm_error = str(e)
     finally:
@@ -389,4 +401,7 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
         return "the workload completed no I/O"
     if cell.device.profile is not None and result.devmodel is None:
         return "the device model's counters could not be read from QEMU"
+    asked = [device_faults.DeviceFault(**f) for f in result.request.get("faults", [])]
+    if (why := device_faults.failure(asked, result.devmodel)) is not None:
+        return why
     return model_timing.failure(result.model_timing, result.request["mode"])

@@ -137,6 +137,15 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     if not drawn:
         plt.close(fig)
         return None
+    # The device's [[fault]] windows (the same in every cell of the device),
+    # from the workload's start as the series are.
+    asked = next((c["request"].get("faults") for c in cells if c["request"].get("faults")), [])
+    for k, f in enumerate(asked):
+        colour = "0.3" if f["kind"] == "stall" else "tab:orange"
+        label = f["kind"] + (f" x{f['factor']:g}" if f.get("factor") else "")
+        for ax in (ax_iops, ax_p99):
+            ax.axvspan(f["at_ms"] / 1e3, (f["at_ms"] + f["duration_ms"]) / 1e3, color=colour,
+                       alpha=0.15, label=f"fault: {label}" if ax is ax_iops else None)
     ax_iops.set_ylabel("IOPS")
     ax_iops.set_title(f"{device}: IOPS and p99 per interval (first repeat of each group)")
     ax_iops.legend(fontsize=7)
@@ -210,6 +219,11 @@ only knowing that.</p><ul>
 {% for name, vals in d.counters %}<tr><td class="l">{{ name }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>
 {% if d.counters_zero %}<p class="note">Zero in every cell: {{ d.counters_zero|join(", ") }}.</p>{% endif %}{% endif %}
+{% if d.faults %}<h3>Device faults</h3>
+<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved (docs/faults.md).</p>
+<table class="faults"><tr><th class="l">cell</th><th class="l">kind</th><th>at (ms)</th><th>duration (ms)</th><th>factor</th><th>start (ns)</th><th>end (ns)</th><th>requests</th><th class="l">fired</th></tr>
+{% for f in d.faults %}<tr><td class="l">{{ f.cell_id }}</td><td class="l">{{ f.kind }}</td><td>{{ f.at_ms }}</td><td>{{ f.duration_ms }}</td><td>{{ f.factor }}</td><td>{{ f.start_ns }}</td><td>{{ f.end_ns }}</td><td>{{ f.requests }}</td><td class="l">{{ f.fired }}</td></tr>
+{% endfor %}</table>{% endif %}
 {% if d.btt %}<h3>blktrace / btt</h3>
 <table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 {% for cid, vals in d.btt %}<tr><td class="l">{{ cid }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
@@ -307,6 +321,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                     "ci": "-" if c.low is None else f"[{c.low:.3f}, {c.high:.3f}]",
                     "verdict": c.verdict})
         counter_cells, counters, counters_zero = counter_table(ok_cells)
+        faults = fault_rows(dcells)
         btt, btt_keys = _flat_table(ok_cells, "btt")
         vclocks, vclock_keys = _flat_table(ok_cells, "vcpu_clocks")
         failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
@@ -320,7 +335,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                         "notes": cell_notes,
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
-                        "btt": btt, "btt_keys": btt_keys,
+                        "btt": btt, "btt_keys": btt_keys, "faults": faults,
                         "vclocks": vclocks, "vclock_keys": vclock_keys,
                         "failed": failed})
     kernel = next((c["guest"].get("kernel_version", "") for c in cells if c.get("guest")), "")
@@ -406,6 +421,28 @@ def counter_table(cells: list[dict[str, Any]]) -> tuple[list[str], list, list[st
             continue
         rows.append((name, ["-" if v is None else _counter_value(v) for v in values]))
     return [cid for cid, _ in flat], rows, zero
+
+
+def fault_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell and [[fault]]: what was asked and what the model's
+    counters say it did (a failed cell's faults as asked, unknown fired)."""
+    rows = []
+    for c in cells:
+        fired = c.get("faults")
+        for k, asked in enumerate(c["request"].get("faults") or []):
+            f = fired[k] if fired and k < len(fired) else {}
+            rows.append({"cell_id": c["cell_id"], "kind": asked["kind"],
+                         "at_ms": f"{asked['at_ms']:g}", "duration_ms": f"{asked['duration_ms']:g}",
+                         "factor": "-" if asked.get("factor") is None else f"{asked['factor']:g}",
+                         "start_ns": _fmt_int(f.get("start_ns")),
+                         "end_ns": _fmt_int(f.get("end_ns")),
+                         "requests": _fmt_int(f.get("requests")),
+                         "fired": "-" if not f else ("yes" if f.get("fired") else "no")})
+    return rows
+
+
+def _fmt_int(v: Any) -> str:
+    return "-" if v is None else f"{int(v):,}"
 
 
 def _flat_table(cells: list[dict[str, Any]], key: str) -> tuple[list, list[str]]:

@@ -59,6 +59,10 @@ class CellResult:
     # clocks ran and how late interrupts found their vCPU (QEMU's
     # "vcpu-clocks", qemu-patches/0033); None otherwise.
     vcpu_clocks: dict[str, Any] | None = None
+    # The device's [[fault]]s as asked, with the window each had on the
+    # virtual clock and the requests it moved (blklab.device_faults.fired);
+    # None when the device has none.
+    faults: list[dict[str, Any]] | None = None
     # What the workload changed of what it was asked (blklab.notes).
     workload_notes: list[str] = field(default_factory=list)
     host: dict[str, Any] = field(default_factory=dict)  # host wall clock, command line

@@ -242,6 +242,9 @@ def run(scenario: Scenario, options: RunOptions) -> tuple[Path, list[dict[str, A
                                            "sha256": d.profile.sha256,
                                            "precondition": d.profile.precondition or None}
                                   for d in scenario.devices if d.profile is not None}},
+        # [[fault]]: the device faults asked for (each cell's "faults" says
+        # which fired and when).
+        "faults": [f.to_json() for f in scenario.faults],
         "customer_fio": (hashlib.sha256(scenario.customer_fio).hexdigest()
                          if scenario.customer_fio is not None else None),
         "job_files": {f.name: {"source": f.source, "sha256": f.sha256}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from blklab import cpus, kernels
+from blklab import cpus, device_faults, kernels
 from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
@@ -36,7 +36,7 @@ DEFAULT_MODE = "deterministic"
 WORKLOADS = ("blkgen", "fio", "command")
 # Faults the guest injects on purpose once its workload runs, to test
 # blklab itself: a kernel panic, or a guest that never finishes.
-FAULTS = ("none", "guest-panic", "guest-hang")
+GUEST_FAULTS = ("none", "guest-panic", "guest-hang")
 
 # Job options blklab sets itself for every cell (replay_redirect: a job
 # that replays a trace replays it onto the device under test).
@@ -319,7 +319,12 @@ class Scenario:
     # Run tools/blklab-capture.sh in the guest beside the workload; its
     # output is kept as cells/<cell>/capture.txt.
     capture: bool = False
-    fault: str = "none"  # one of FAULTS
+    # scenario.guest_fault: a guest kernel panic or hang on purpose, to test
+    # blklab itself (not a device fault; those are `faults`).
+    guest_fault: str = "none"  # one of GUEST_FAULTS
+    # [[fault]]: device faults on a schedule (blklab.device_faults), each
+    # also in its device's profile text, as QEMU reads it.
+    faults: tuple = ()
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     short: bool = False  # the short form: [short] applied (see _short_form)
     switch_schedulers: tuple[str, ...] = ()  # see Cell
@@ -545,6 +550,18 @@ def profile_with_precondition(text: str, value: str) -> str | None:
     return "".join(out) if placed else None
 
 
+def _derived_profile_info(profile: Profile, text: str) -> dict[str, Any]:
+    """profile_info() of `text`, the profile as the scenario changed it,
+    with an error naming the profile's own path."""
+    with tempfile.TemporaryDirectory(prefix="blklab-profile-") as tmp:
+        derived = Path(tmp) / Path(profile.path).name
+        derived.write_text(text)
+        info = profile_info(derived)
+    if "error" in info:
+        info["error"] = info["error"].replace(str(derived), profile.path)
+    return info
+
+
 def _precondition(reader: _Reader, profile: Profile | None, check: bool) -> Profile | None:
     """`precondition`: the profile with its SSD's starting state replaced."""
     value = reader.choice("precondition", PRECONDITIONS)
@@ -560,14 +577,10 @@ def _precondition(reader: _Reader, profile: Profile | None, check: bool) -> Prof
     if text is None:
         raise reader.error("precondition", f"applies to SSD profiles only; '{profile.name}' "
                            f"has [device] model = \"{model}\"")
-    with tempfile.TemporaryDirectory(prefix="blklab-profile-") as tmp:
-        derived = Path(tmp) / Path(profile.path).name
-        derived.write_text(text)
-        info = profile_info(derived)
+    info = _derived_profile_info(profile, text)
     if "error" in info:
         raise reader.error("precondition", f"'{profile.name}' with precondition = "
-                           f"\"{value}\" does not load: "
-                           f"{info['error'].replace(str(derived), profile.path)}")
+                           f"\"{value}\" does not load: {info['error']}")
     return replace(profile, text=text, precondition=value,
                    sha256=hashlib.sha256(text.encode()).hexdigest())
 
@@ -1218,7 +1231,7 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short"})
+                     "short", "fault"})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1270,7 +1283,10 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     workload = s.choice("workload", WORKLOADS, "blkgen")
     blktrace = s.get("blktrace", bool, False)
     capture = s.get("capture", bool, False)
-    fault = s.choice("fault", FAULTS, "none")
+    guest_fault = s.choice("guest_fault", GUEST_FAULTS, "none")
+    if "fault" in s.table:
+        raise s.error("fault", "is now scenario.guest_fault (a guest kernel panic or hang, to "
+                      "test blklab itself); a device's faults are [[fault]] tables")
     switch_schedulers, switch_interval_ms = _parse_switching(s)
     customer_fio = _parse_customer_fio(s, p, check_profiles)
     s.finish()
@@ -1371,15 +1387,42 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                               'scenario.mode = "deterministic"')
         guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None,
                         pause_ns=None, cpu=None, irq_ns=None, syscall_ns=None, wake_ns=None)
+    faults = device_faults.parse(shown, data, devices, jobs, mode, why)
+    devices = [_with_faults(shown, i, d, faults, check_profiles) for i, d in enumerate(devices)]
 
     return Scenario(
         path=p, name=name, description=description, schedulers=schedulers, repeats=repeats,
         seeds=seeds, mode=mode, timeout_s=timeout_s, workload=workload, guest=guest,
         devices=devices, queue_axes=queue_axes, iosched_axes=iosched_axes, jobs=jobs,
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
-        blktrace=blktrace, capture=capture, fault=fault, short=short,
+        blktrace=blktrace, capture=capture, guest_fault=guest_fault, faults=faults, short=short,
         switch_schedulers=switch_schedulers,
         switch_interval_ms=switch_interval_ms, customer_fio=customer_fio)
+
+
+_FAULT_HEADER = re.compile(r"^\s*\[\[\s*fault\s*\]\]", re.MULTILINE)
+
+
+def _with_faults(path: str, i: int, device: Device, faults: tuple, check: bool) -> Device:
+    """The device with the scenario's faults on it appended to its profile
+    (text and sha256 of the profile as QEMU reads it), checked by the
+    library QEMU links."""
+    mine = [f for f in faults if f.device == device.name]
+    if not mine or device.profile is None:
+        return device
+    profile = device.profile
+    if not check:
+        return device
+    if _FAULT_HEADER.search(profile.text):
+        raise ScenarioError(path, f"device[{i}].profile", f"'{profile.name}' has [[fault]] "
+                            "tables of its own; give a device's faults in the scenario only")
+    text = device_faults.profile_with_faults(profile.text, mine)
+    info = _derived_profile_info(profile, text)
+    if "error" in info:
+        raise ScenarioError(path, "fault", f"device '{device.name}': '{profile.name}' with the "
+                            f"scenario's faults does not load: {info['error']}")
+    return replace(device, profile=replace(profile, text=text,
+                                           sha256=hashlib.sha256(text.encode()).hexdigest()))
 
 
 def _parse_customer_fio(s: _Reader, scenario_path: Path, read: bool) -> bytes | None:

@@ -77,7 +77,7 @@ def test_guest_panic_and_hang(built, tmp_path):
         scenario = tmp_path / f"{fault}.toml"
         scenario.write_text(f'[scenario]\nmode = "realtime"\nschedulers = ["none"]\n'
                             f'timeout_s = {timeout_s}\n'
-                            f'fault = "{fault}"\n' + NVME + job("5s"))
+                            f'guest_fault = "{fault}"\n' + NVME + job("5s"))
         out = tmp_path / fault
         proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
         assert proc.returncode == 1, proc.stdout + proc.stderr

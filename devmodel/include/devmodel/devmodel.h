@@ -92,6 +92,14 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model);
 /* 1 if every completion from devmodel_submit is final (no polling needed). */
 int devmodel_deadlines_final(const devmodel_t* model);
 
+/* Sets the origin of the profile's fault schedule (its top-level [[fault]]
+ * tables: stall and slow windows, at_ms after the origin; see
+ * devmodel/faults.h) to `now_ns`. blklab sets it when the guest's workload
+ * starts. Before the first call no fault applies; a later call moves every
+ * window. A profile without faults ignores it (the counters still show it as
+ * "fault_origin_ns"). Cannot fail. */
+void devmodel_set_origin(devmodel_t* model, uint64_t now_ns);
+
 /* Submits `request` at `now_ns` and writes its completion to *out. On an
  * invalid request (out of range, misaligned, unknown op, a read or write
  * longer than 1 GiB) sets *errptr and writes {now_ns, 1} so the caller can
@@ -106,7 +114,10 @@ void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_co
                    char** errptr);
 
 /* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
- * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...}.
+ * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...},
+ * with "fault_origin_ns" (null until set) and "faults": per [[fault]] of the
+ * profile, {"kind","at_ns","duration_ns","start_ns","end_ns" (absolute; null
+ * until the origin is set),"factor" (slow only),"requests" (moved by it)}.
  * Returns NULL and sets *errptr on failure (out of memory). */
 char* devmodel_counters_json(const devmodel_t* model, char** errptr);
 

@@ -1,0 +1,104 @@
+// Faults on a schedule: a wrapper around any Device (SSD, HDD, cloud, zero)
+// that makes it stall or run slow for windows of virtual time, as drives and
+// cloud volumes misbehave in incidents. Every request still completes with
+// success; only its deadline moves. The windows are relative to an origin
+// (the workload's start) that the caller sets; before it is set no fault
+// applies. Thread-safety: as Device (callers serialize every call).
+#ifndef DEVMODEL_FAULTS_H_
+#define DEVMODEL_FAULTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "devmodel/device.h"
+
+namespace devmodel {
+
+enum class FaultKind : std::uint8_t {
+  // [s, e): a final deadline d with s <= d < e becomes e. The device
+  // completes nothing in the window, then drains; its state is unchanged.
+  kStall,
+  // [s, e) factor k: a request submitted at t in [s, e) whose model deadline
+  // is d completes at t + k * (d - t) (rounded down to a ns).
+  kSlow,
+};
+
+const char* FaultKindName(FaultKind kind);
+
+struct Fault {
+  FaultKind kind = FaultKind::kStall;
+  TimeNs at_ns = 0;        // start, ns after the origin
+  TimeNs duration_ns = 0;  // > 0
+  // kSlow only: service time multiplier, > 1. Applied as an integer number
+  // of millionths (factor_ppm), so deadlines are exact integers everywhere.
+  std::uint64_t factor_ppm = 1000000;
+};
+
+// The faults of one device and what they did.
+//   Apply order: every slow window that holds the submission time (in the
+//   order given), then every stall window that holds the deadline (by start
+//   time, so a deadline pushed into a later stall is pushed again).
+class FaultSchedule {
+ public:
+  FaultSchedule() = default;
+  explicit FaultSchedule(std::vector<Fault> faults);
+
+  bool empty() const { return faults_.empty(); }
+  const std::vector<Fault>& faults() const { return faults_; }
+
+  // Windows start at origin + at_ns from now on. A later call moves them.
+  void SetOrigin(TimeNs origin_ns) { origin_ = origin_ns; }
+  std::optional<TimeNs> origin() const { return origin_; }
+
+  // The deadline of a request submitted at `submit_ns` whose model deadline
+  // (final) is `deadline_ns`. REQUIRES: submit_ns <= deadline_ns. The result
+  // is >= deadline_ns; counts each fault that moved it.
+  TimeNs Apply(TimeNs submit_ns, TimeNs deadline_ns);
+
+  // {"fault_origin_ns": n|null, "faults": [{"kind", "start_ns", "end_ns",
+  //  "factor", "requests"}]}, merged into `json_object` (a JSON object text).
+  std::string AddCounters(const std::string& json_object) const;
+
+ private:
+  std::vector<Fault> faults_;  // stalls sorted by at_ns after the slows' order
+  std::vector<std::size_t> stall_order_;
+  std::vector<std::uint64_t> affected_;  // per fault, as given
+  std::optional<TimeNs> origin_;
+};
+
+// A device with a fault schedule. Non-final deadlines (an HDD's "poll again
+// at") pass unchanged; faults apply to final deadlines only, with the
+// submission time kept per tag for slow windows. A poll of an unknown tag
+// still gives {now, true}, in a stall too.
+class FaultyDevice final : public Device {
+ public:
+  FaultyDevice(std::unique_ptr<Device> inner, FaultSchedule schedule);
+
+  // The wrapper inside `device`, or nullptr if it is another Device.
+  static FaultyDevice* Of(Device* device);
+
+  void SetOrigin(TimeNs origin_ns) { schedule_.SetOrigin(origin_ns); }
+  const FaultSchedule& schedule() const { return schedule_; }
+
+  Completion Submit(const Request& r, TimeNs now) override;
+  Completion Poll(std::uint64_t tag, TimeNs now) override;
+  bool deadlines_final() const override { return inner_->deadlines_final(); }
+  std::uint64_t capacity_bytes() const override { return inner_->capacity_bytes(); }
+  std::uint32_t logical_block_bytes() const override { return inner_->logical_block_bytes(); }
+  std::uint32_t rotation_rate_rpm() const override { return inner_->rotation_rate_rpm(); }
+  std::string CountersJson() const override;
+  std::uint64_t MemoryBytes() const override;
+
+ private:
+  std::unique_ptr<Device> inner_;
+  FaultSchedule schedule_;
+  std::unordered_map<std::uint64_t, TimeNs> submitted_;  // by tag, until final
+};
+
+}  // namespace devmodel
+
+#endif  // DEVMODEL_FAULTS_H_

@@ -1,0 +1,221 @@
+#include "devmodel/faults.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unistd.h>
+#include <cstdlib>
+
+#include "devmodel/devmodel.h"
+#include "devmodel/profile.h"
+
+namespace devmodel {
+namespace {
+
+constexpr TimeNs kMs = 1000000;
+constexpr TimeNs kLatencyNs = 10000;  // the profile below: every request takes 10 us
+
+std::string FixedProfile(const std::string& faults) {
+  return "[device]\nmodel = \"zero\"\n[zero]\ncapacity_bytes = 1073741824\n"
+         "latency_us = 10.0\n" +
+         faults;
+}
+
+std::unique_ptr<Device> Load(const std::string& text) {
+  std::string error;
+  auto d = LoadProfileFromString(text, "test.toml", 1, &error);
+  EXPECT_NE(d, nullptr) << error;
+  return d;
+}
+
+Request Read(std::uint64_t tag) {
+  Request r;
+  r.op = Op::kRead;
+  r.offset_bytes = 0;
+  r.length_bytes = 4096;
+  r.tag = tag;
+  return r;
+}
+
+TEST(FaultsTest, NoFaultBeforeTheOrigin) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 0\nduration_ms = 50\n"));
+  // Without an origin the window [origin, origin + 50 ms) does not exist.
+  EXPECT_EQ(d->Submit(Read(1), 1000).deadline_ns, 1000 + kLatencyNs);
+}
+
+TEST(FaultsTest, StallMovesDeadlinesInTheWindowToItsEnd) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 100\nduration_ms = 50\n"));
+  FaultyDevice* f = FaultyDevice::Of(d.get());
+  ASSERT_NE(f, nullptr);
+  const TimeNs origin = 7 * kMs;
+  f->SetOrigin(origin);
+  const TimeNs s = origin + 100 * kMs, e = s + 50 * kMs;
+  // Completes just before the window: untouched.
+  EXPECT_EQ(d->Submit(Read(1), s - kLatencyNs - 1).deadline_ns, s - 1);
+  // Completes exactly at the start: held to the end.
+  EXPECT_EQ(d->Submit(Read(2), s - kLatencyNs).deadline_ns, e);
+  // Submitted inside, completing inside: the end.
+  EXPECT_EQ(d->Submit(Read(3), s + 20 * kMs).deadline_ns, e);
+  // Completes exactly at the end (submitted inside): untouched.
+  EXPECT_EQ(d->Submit(Read(4), e - kLatencyNs).deadline_ns, e);
+  // After the window: untouched.
+  EXPECT_EQ(d->Submit(Read(5), e).deadline_ns, e + kLatencyNs);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["fault_origin_ns"], origin);
+  ASSERT_EQ(j["faults"].size(), 1u);
+  EXPECT_EQ(j["faults"][0]["kind"], "stall");
+  EXPECT_EQ(j["faults"][0]["start_ns"], s);
+  EXPECT_EQ(j["faults"][0]["end_ns"], e);
+  EXPECT_EQ(j["faults"][0]["requests"], 2);
+  EXPECT_FALSE(j["faults"][0].contains("factor"));
+  EXPECT_EQ(j["model"], "zero");  // the inner model's counters are kept
+}
+
+TEST(FaultsTest, SlowMultipliesServiceTimesSubmittedInTheWindow) {
+  auto d = Load(
+      FixedProfile("[[fault]]\nkind = \"slow\"\nat_ms = 1\nduration_ms = 2\nfactor = 4.5\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  const TimeNs s = 1 * kMs, e = 3 * kMs;
+  EXPECT_EQ(d->Submit(Read(1), s - 1).deadline_ns, s - 1 + kLatencyNs);  // submitted before
+  EXPECT_EQ(d->Submit(Read(2), s).deadline_ns, s + kLatencyNs * 9 / 2);
+  EXPECT_EQ(d->Submit(Read(3), e - 1).deadline_ns, e - 1 + kLatencyNs * 9 / 2);
+  EXPECT_EQ(d->Submit(Read(4), e).deadline_ns, e + kLatencyNs);  // submitted after
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["factor"], 4.5);
+  EXPECT_EQ(j["faults"][0]["requests"], 2);
+}
+
+TEST(FaultsTest, ASlowedDeadlineThatLandsInAStallWaitsForItsEnd) {
+  FaultSchedule schedule({{FaultKind::kStall, 2 * kMs, 1 * kMs, 1000000},
+                          {FaultKind::kSlow, 0, 10 * kMs, 3000000}});
+  schedule.SetOrigin(kMs);
+  // Submitted at 2.5 ms, 400 us of service: slow makes it 2.5 + 1.2 = 3.7 ms,
+  // in the stall [3, 4) ms, which holds it to 4 ms.
+  EXPECT_EQ(schedule.Apply(2500000, 2900000), 4 * kMs);
+  // The same before the origin moved: untouched by the stall, slowed.
+  schedule.SetOrigin(10 * kMs);
+  EXPECT_EQ(schedule.Apply(2500000, 2900000), 2900000u);
+}
+
+TEST(FaultsTest, HddPollsUnchangedAndTheFinalDeadlineIsSlowedFromItsSubmission) {
+  std::string error;
+  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
+  auto plain = LoadProfile(path, 3, &error);
+  ASSERT_NE(plain, nullptr) << error;
+  ASSERT_FALSE(plain->deadlines_final());
+  FaultSchedule schedule({{FaultKind::kSlow, 0, 1000 * kMs, 2000000}});
+  FaultyDevice slow(LoadProfile(path, 3, &error), schedule);
+  slow.SetOrigin(0);
+  // Two queued reads far apart: the second's first deadline is a poll time.
+  Request a = Read(1), b = Read(2);
+  b.offset_bytes = 500ull << 30;
+  const TimeNs t0 = 5 * kMs, t1 = t0 + 1000;
+  const Completion pa = plain->Submit(a, t0), pb = plain->Submit(b, t1);
+  const Completion sa = slow.Submit(a, t0), sb = slow.Submit(b, t1);
+  auto final_of = [](Device* d, std::uint64_t tag, Completion c) {
+    while (!c.final) c = d->Poll(tag, c.deadline_ns);
+    return c.deadline_ns;
+  };
+  ASSERT_FALSE(pb.final);  // queued behind a: a poll time, which passes unchanged
+  EXPECT_EQ(sb.deadline_ns, pb.deadline_ns);
+  // Final deadlines: the unfaulted service time doubled, from each submission.
+  const TimeNs da = final_of(plain.get(), 1, pa), db = final_of(plain.get(), 2, pb);
+  EXPECT_EQ(final_of(&slow, 1, sa), t0 + 2 * (da - t0));
+  EXPECT_EQ(final_of(&slow, 2, sb), t1 + 2 * (db - t1));
+}
+
+TEST(FaultsTest, AnUnknownTagPolledInAStallIsStillNow) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 0\nduration_ms = 50\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  const Completion c = d->Poll(99, 10 * kMs);
+  EXPECT_EQ(c.deadline_ns, 10 * kMs);
+  EXPECT_TRUE(c.final);
+}
+
+TEST(FaultsTest, ProfileErrorsNameTheKey) {
+  struct Case {
+    const char* faults;
+    const char* message;
+  } cases[] = {
+      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\n",
+       "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\", got \"timeout\""},
+      {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nfactor = 2\n",
+       "test.toml:9: key 'fault.factor' is for kind \"slow\" only"},
+      {"[[fault]]\nkind = \"slow\"\nduration_ms = 1\nfactor = 1\n",
+       "test.toml:9: key 'fault.factor' must be > 1 on a \"slow\" fault (service times "
+       "multiplied by it)"},
+      {"[[fault]]\nkind = \"stall\"\nduration_ms = 0\n",
+       "test.toml:8: key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)"},
+      {"[[fault]]\nkind = \"stall\"\nat_ms = -1\nduration_ms = 1\n",
+       "test.toml:8: key 'fault.at_ms' must be a number in [0, 1000000000] ms after the origin, "
+       "got -1"},
+      {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nwhen = 3\n",
+       "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, duration_ms, "
+       "factor)"},
+      {"[[fault]]\nduration_ms = 1\n", "test.toml:6: missing key 'fault.kind' (one of \"stall\" "
+                                       "\"slow\")"},
+  };
+  for (const Case& c : cases) {
+    std::string error;
+    EXPECT_EQ(LoadProfileFromString(FixedProfile(c.faults), "test.toml", 1, &error), nullptr);
+    EXPECT_EQ(error, c.message) << c.faults;
+    std::string check_error;
+    EXPECT_FALSE(CheckProfileFromString(FixedProfile(c.faults), "test.toml", nullptr,
+                                        &check_error));
+    EXPECT_EQ(check_error, error);
+  }
+}
+
+TEST(FaultsTest, CApiSetsTheOriginAndReportsTheFaults) {
+  char path[] = "/tmp/devmodel-faults-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 1\nduration_ms = 2\n");
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  char* err = nullptr;
+  devmodel_t* m = devmodel_open(path, 1, &err);
+  unlink(path);
+  ASSERT_NE(m, nullptr) << err;
+  devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};
+  devmodel_completion c;
+  devmodel_submit(m, &r, 1500000, &c, &err);  // no origin yet: no stall
+  EXPECT_EQ(c.deadline_ns, 1500000 + kLatencyNs);
+  devmodel_set_origin(m, 1600000);
+  r.tag = 2;
+  devmodel_submit(m, &r, 2600000, &c, &err);  // in [2.6, 4.6) ms
+  EXPECT_EQ(c.deadline_ns, 4600000u);
+  EXPECT_EQ(c.final, 1);
+  char* json = devmodel_counters_json(m, &err);
+  ASSERT_NE(json, nullptr);
+  const auto j = nlohmann::json::parse(json);
+  devmodel_free(json);
+  EXPECT_EQ(j["fault_origin_ns"], 1600000);
+  EXPECT_EQ(j["faults"][0]["start_ns"], 2600000);
+  EXPECT_EQ(j["faults"][0]["end_ns"], 4600000);
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["service_ns"]["read"]["max"], 2000000);  // the stalled read's service time
+  devmodel_close(m);
+}
+
+TEST(FaultsTest, CApiCountersCarryTheOriginWithoutFaults) {
+  char* err = nullptr;
+  devmodel_t* m =
+      devmodel_open((std::string(DEVMODEL_PROFILE_DIR) + "/fixed-10us.toml").c_str(), 1, &err);
+  ASSERT_NE(m, nullptr) << err;
+  char* json = devmodel_counters_json(m, &err);
+  EXPECT_TRUE(nlohmann::json::parse(json)["fault_origin_ns"].is_null());
+  devmodel_free(json);
+  devmodel_set_origin(m, 42);
+  json = devmodel_counters_json(m, &err);
+  const auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["fault_origin_ns"], 42);
+  EXPECT_TRUE(j["faults"].empty());
+  devmodel_free(json);
+  devmodel_close(m);
+}
+
+}  // namespace
+}  // namespace devmodel

@@ -1,0 +1,188 @@
+"""Device faults on a schedule: a scenario's [[fault]] tables.
+
+A fault makes one device's model misbehave for a window of virtual time
+after the workload starts: "stall" completes nothing in the window (then
+drains), "slow" multiplies the service time of requests submitted in it.
+Every request still completes successfully. The library does the timing
+(devmodel/include/devmodel/faults.h): the harness validates the tables,
+appends them to the profile QEMU reads for that device, and reads back from
+the model's counters which faults fired and when.
+
+The window counts from the workload's start, which the guest itself marks
+(blklab-jobpoint --origin, qemu-patches/0052), so faults need
+deterministic mode.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+KINDS = ("stall", "slow")
+MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
+MAX_FACTOR = 1e6
+_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|m|h)?$")
+_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+_KEYS = ("device", "kind", "at_ms", "duration_ms", "factor")
+
+
+@dataclass(frozen=True)
+class DeviceFault:
+    device: str  # a [[device]] name
+    kind: str  # one of KINDS
+    at_ms: float  # ms of virtual time after the workload starts
+    duration_ms: float  # > 0
+    factor: float | None = None  # slow only: > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def profile_table(self) -> str:
+        """The [[fault]] table the library reads (devmodel/profiles/README.md)."""
+        lines = ["[[fault]]", f'kind = "{self.kind}"', f"at_ms = {float(self.at_ms)!r}",
+                 f"duration_ms = {float(self.duration_ms)!r}"]
+        if self.factor is not None:
+            lines.append(f"factor = {float(self.factor)!r}")
+        return "\n".join(lines) + "\n"
+
+
+def profile_with_faults(text: str, faults: list[DeviceFault] | tuple[DeviceFault, ...]) -> str:
+    """The profile's text with a [[fault]] table per fault appended (at the
+    end: a top-level array of tables after the profile's own tables)."""
+    if not faults:
+        return text
+    blocks = "\n".join(f.profile_table() for f in faults)
+    return (text if text.endswith("\n") else text + "\n") + \
+        "\n# blklab: the scenario's [[fault]] tables for this device\n" + blocks
+
+
+def fio_time_ms(text: str) -> float | None:
+    """A fio time value (default unit s) in ms, or None if it is not one."""
+    m = _TIME.match(str(text).strip())
+    if not m:
+        return None
+    return float(m.group(1)) * _MS[m.group(2) or "s"]
+
+
+def run_length_ms(jobs: list) -> tuple[float | None, str | None]:
+    """The longest job's startdelay + runtime in ms, or (None, why) when a
+    job's length is not known from its options."""
+    longest = 0.0
+    for i, job in enumerate(jobs):
+        if job.fio_file is not None:
+            return None, f"job[{i}] ('{job.name}') takes its options from a fio job file"
+        opts = {k.replace("-", "_"): v for k, v in job.options}
+        if "runtime" not in opts:
+            return None, f"job[{i}] ('{job.name}') has no runtime"
+        runtime = fio_time_ms(opts["runtime"])
+        delay = fio_time_ms(opts.get("startdelay", "0"))
+        if runtime is None or delay is None:
+            return None, f"job[{i}] ('{job.name}') has a runtime or startdelay that is not a " \
+                "single time"
+        longest = max(longest, delay + runtime)
+    return longest, None
+
+
+def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
+          mode_why: str) -> tuple[DeviceFault, ...]:
+    """The scenario's [[fault]] tables, each checked: a known kind, a
+    [[device]] with a profile, a window inside the run, deterministic
+    mode. Raises ScenarioError naming the file and the key."""
+    from blklab.errors import ScenarioError
+    from blklab.scenario import _Reader
+
+    tables = data.get("fault")
+    if tables is None:
+        return ()
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ScenarioError(path, "fault", "must be an array of tables ([[fault]])")
+    by_name = {d.name: (i, d) for i, d in enumerate(devices)}
+    faults = []
+    for i, table in enumerate(tables):
+        r = _Reader(path, table, f"fault[{i}]")
+        r.used.update(_KEYS)
+        r.finish()  # unknown keys first: a typo is named before what it left out
+        name = r.get("device", str, required=True)
+        if name not in by_name:
+            raise r.error("device", f"'{name}' is not a [[device]] of this scenario (devices: "
+                          f"{', '.join(by_name) or 'none'})")
+        if by_name[name][1].profile is None:
+            raise r.error("device", f"device '{name}' has no profile: faults are timed by the "
+                          "device model")
+        kind = r.choice("kind", KINDS, required=True)
+        at_ms = r.get("at_ms", (int, float), required=True)
+        if not 0 <= at_ms <= MAX_MS:
+            raise r.error("at_ms", f"must be between 0 and {MAX_MS:.0f} (ms after the "
+                          f"workload starts), got {at_ms}")
+        duration_ms = r.get("duration_ms", (int, float), required=True)
+        if not 0 < duration_ms <= MAX_MS:
+            raise r.error("duration_ms", f"must be above 0 and at most {MAX_MS:.0f} (ms), "
+                          f"got {duration_ms}")
+        factor = r.get("factor", (int, float), None)
+        if kind == "stall" and factor is not None:
+            raise r.error("factor", "applies to kind \"slow\" only (a stall completes nothing "
+                          "in its window)")
+        if kind == "slow":
+            if factor is None:
+                raise r.error("factor", "is required for kind \"slow\" (service times are "
+                              "multiplied by it, e.g. 4)")
+            if not 1 < factor <= MAX_FACTOR:
+                raise r.error("factor", f"must be above 1 and at most {MAX_FACTOR:.0f}, got "
+                              f"{factor}")
+        if mode != "deterministic":
+            raise r.error(None, f"faults need deterministic mode ({mode_why} is {mode}): their "
+                          "windows count from the guest's own instruction at the workload's "
+                          'start, which only icount makes the same on every host; set '
+                          'scenario.mode = "deterministic"')
+        length, why = run_length_ms(jobs)
+        if length is None:
+            raise r.error(None, f"the run's length is not known, so the window cannot be "
+                          f"checked: {why} (give every [[job]] a runtime)")
+        if at_ms + duration_ms > length:
+            raise r.error("duration_ms", f"the window [{at_ms:g}, {at_ms + duration_ms:g}) ms "
+                          f"ends past the run: the longest job's startdelay + runtime is "
+                          f"{length:g} ms")
+        faults.append(DeviceFault(name, kind, float(at_ms), float(duration_ms),
+                                  None if factor is None else float(factor)))
+    return tuple(faults)
+
+
+def fired(asked: list[DeviceFault] | tuple[DeviceFault, ...],
+          counters: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per fault asked for the cell's device: the request, its window on
+    the virtual clock (from the model's counters: absolute ns, and ms after
+    the origin), and how many requests it moved. `origin_ns` None: the
+    guest never marked the workload's start, so no fault applied."""
+    model = (counters or {}).get("faults") or []
+    origin = (counters or {}).get("fault_origin_ns")
+    out = []
+    for i, f in enumerate(asked):
+        m = model[i] if i < len(model) else {}
+        out.append(f.to_json() | {
+            "origin_ns": origin,
+            "start_ns": m.get("start_ns"),
+            "end_ns": m.get("end_ns"),
+            "requests": m.get("requests"),
+            "fired": bool(m.get("requests")),
+        })
+    return out
+
+
+def failure(asked: list[DeviceFault] | tuple[DeviceFault, ...],
+            counters: dict[str, Any] | None) -> str | None:
+    """Why the model's counters show the faults were not applied as asked,
+    or None. A fault is never applied silently, nor silently dropped."""
+    if not asked or counters is None:
+        return None
+    model = counters.get("faults")
+    if model is None or len(model) != len(asked):
+        return (f"the device model reports {0 if model is None else len(model)} faults, the "
+                f"scenario asked for {len(asked)} (a QEMU or library without [[fault]] support?)")
+    if counters.get("fault_origin_ns") is None:
+        return ("the workload's start never reached the device model, so no fault applied "
+                "(blklab-jobpoint --origin; a QEMU without qemu-patches/0052?)")
+    for i, (f, m) in enumerate(zip(asked, model)):
+        if m.get("kind") != f.kind:
+            return f"fault[{i}]: the model has kind '{m.get('kind')}', asked '{f.kind}'"
+    return None

@@ -1,0 +1,128 @@
+"""[[fault]] in a scenario: each fault reaches its device's profile (as the
+library reads it), the job bundle tells the guest to mark the workload's
+start, the cell records what the model's counters say fired, and a fault
+the model did not apply fails the cell."""
+
+import subprocess
+
+from blklab import device_faults, paths, report, scenario
+from blklab.bundle import JobBundle
+from blklab.device_faults import DeviceFault
+
+SCENARIO = """
+[scenario]
+schedulers = ["none"]
+[[device]]
+name = "d0"
+kind = "nvme"
+profile = "fixed-10us"
+[[device]]
+name = "d1"
+kind = "nvme"
+profile = "fixed-10us"
+[[job]]
+name = "r"
+rw = "randread"
+startdelay = "20ms"
+runtime = "300ms"
+[[fault]]
+device = "d0"
+kind = "stall"
+at_ms = 100
+duration_ms = 50
+[[fault]]
+device = "d0"
+kind = "slow"
+at_ms = 200
+duration_ms = 100.5
+factor = 4
+"""
+
+
+def load(tmp_path, text=SCENARIO):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return scenario.load(p)
+
+
+def test_faults_reach_their_device_profile_only(tmp_path):
+    s = load(tmp_path)
+    assert s.faults == (DeviceFault("d0", "stall", 100.0, 50.0),
+                        DeviceFault("d0", "slow", 200.0, 100.5, 4.0))
+    d0, d1 = s.devices
+    assert d0.profile.text.endswith('[[fault]]\nkind = "stall"\nat_ms = 100.0\n'
+                                    'duration_ms = 50.0\n\n[[fault]]\nkind = "slow"\n'
+                                    'at_ms = 200.0\nduration_ms = 100.5\nfactor = 4.0\n')
+    assert "[[fault]]" not in d1.profile.text
+    assert d0.profile.sha256 != d1.profile.sha256
+    # The library QEMU links reads the profile as the cell writes it.
+    path = tmp_path / "profile.toml"
+    path.write_text(d0.profile.text)
+    subprocess.run([str(paths.devmodel_info()), "--check", str(path)], check=True,
+                   capture_output=True)
+
+
+def test_the_run_length_counts_startdelay(tmp_path):
+    # 20 ms + 300 ms: a window ending at 320 ms fits, one past it does not.
+    text = SCENARIO.replace("duration_ms = 100.5", "duration_ms = 120")
+    assert load(tmp_path, text).faults[1].duration_ms == 120
+    try:
+        load(tmp_path, SCENARIO.replace("duration_ms = 100.5", "duration_ms = 120.5"))
+    except scenario.ScenarioError as e:
+        assert e.key == "fault[1].duration_ms"
+        assert "320 ms" in e.message
+    else:
+        raise AssertionError("a window past the run was accepted")
+
+
+def test_bundle_marks_the_workload_start_only_with_faults(tmp_path):
+    s = load(tmp_path)
+    envs = {}
+    for cell in s.cells():
+        b = JobBundle.for_cell(cell, s.workload, s.jobs,
+                               device_faults=any(f.device == cell.device.name for f in s.faults))
+        envs[cell.device.name] = b.files()["job/job.env"].decode()
+    assert "BLKLAB_DEVICE_FAULTS=1\n" in envs["d0"]
+    assert "BLKLAB_DEVICE_FAULTS" not in envs["d1"]
+    assert "BLKLAB_GUEST_FAULT=none\n" in envs["d1"]
+
+
+COUNTERS = {"model": "zero", "fault_origin_ns": 5_000_000_000,
+            "faults": [{"kind": "stall", "at_ns": 100_000_000, "duration_ns": 50_000_000,
+                        "start_ns": 5_100_000_000, "end_ns": 5_150_000_000, "requests": 1},
+                       {"kind": "slow", "at_ns": 200_000_000, "duration_ns": 100_500_000,
+                        "start_ns": 5_200_000_000, "end_ns": 5_300_500_000, "factor": 4.0,
+                        "requests": 0}]}
+
+
+def test_fired_reads_the_model_counters(tmp_path):
+    asked = load(tmp_path).faults
+    fired = device_faults.fired(asked, COUNTERS)
+    assert fired[0] | {} == {"device": "d0", "kind": "stall", "at_ms": 100.0,
+                             "duration_ms": 50.0, "factor": None, "origin_ns": 5_000_000_000,
+                             "start_ns": 5_100_000_000, "end_ns": 5_150_000_000,
+                             "requests": 1, "fired": True}
+    assert fired[1]["fired"] is False and fired[1]["factor"] == 4.0
+    assert device_faults.failure(asked, COUNTERS) is None
+
+
+def test_a_fault_the_model_did_not_apply_fails_the_cell(tmp_path):
+    asked = load(tmp_path).faults
+    no_origin = COUNTERS | {"fault_origin_ns": None}
+    assert "never reached the device model" in device_faults.failure(asked, no_origin)
+    assert "reports 0 faults" in device_faults.failure(asked, {"model": "zero"})
+    swapped = COUNTERS | {"faults": COUNTERS["faults"][::-1]}
+    assert "kind 'slow', asked 'stall'" in device_faults.failure(asked, swapped)
+    assert device_faults.failure((), {"model": "zero"}) is None
+
+
+def test_report_lists_each_fault_of_each_cell(tmp_path):
+    asked = load(tmp_path).faults
+    cell = {"cell_id": "d0.none.r0", "request": {"faults": [f.to_json() for f in asked]},
+            "faults": device_faults.fired(asked, COUNTERS)}
+    rows = report.fault_rows([cell, {"cell_id": "d0.none.r1",
+                                     "request": {"faults": [asked[0].to_json()]}}])
+    assert [(r["cell_id"], r["kind"], r["requests"], r["fired"]) for r in rows] == [
+        ("d0.none.r0", "stall", "1", "yes"), ("d0.none.r0", "slow", "0", "no"),
+        ("d0.none.r1", "stall", "-", "-")]
+    assert rows[1]["factor"] == "4" and rows[0]["end_ns"] == "5,150,000,000"

@@ -1,0 +1,135 @@
+"""Device faults on a schedule ([[fault]]): a stall and a slow window on an
+NVMe drive whose model takes exactly 10 us per request (fixed-10us), under
+one reader at queue depth 1 for 300 ms of virtual time, beside the same
+drive without faults.
+
+- stall [100, 150) ms: the read whose deadline falls in the window
+  completes at its end, so the slowest read takes at least 50 ms less one
+  read's time; the model moved exactly that one read and says when.
+- slow [100, 150) ms, factor 10: every read submitted in the window takes
+  100 us in the model instead of 10 us (exact, from the counters), and the
+  number of such reads is what the reader's pace predicts: 50 ms over one
+  read's time outside the model (from the drive without faults) plus 100 us.
+- The same scenario run again with every host core busy gives the same
+  bytes (test_determinism.py's comparison).
+
+The windows count from the guest's own mark at the workload's start
+(blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import cells_of, device, job, run_blklab
+from test_determinism import assert_same_cells, cpu_hog
+
+RUNTIME_MS = 300
+AT_MS, DURATION_MS = 100, 50
+FACTOR = 10
+LATENCY_NS = 10_000  # devmodel/profiles/fixed-10us.toml
+MS = 1_000_000
+
+SCENARIO = (
+    '[scenario]\nname = "device-faults"\nmode = "deterministic"\ntimeout_s = 600\n'
+    'schedulers = ["none"]\n[guest]\nvcpus = 1\nmemory_mib = 512\n'
+    + device("plain", "nvme", "fixed-10us", size_gib=1)
+    + device("stall", "nvme", "fixed-10us", size_gib=1)
+    + device("slow", "nvme", "fixed-10us", size_gib=1)
+    + job("r", "randread", f"{RUNTIME_MS}ms", iodepth=1)
+    + f'\n[[fault]]\ndevice = "stall"\nkind = "stall"\nat_ms = {AT_MS}\n'
+    f"duration_ms = {DURATION_MS}\n"
+    + f'\n[[fault]]\ndevice = "slow"\nkind = "slow"\nat_ms = {AT_MS}\n'
+    f"duration_ms = {DURATION_MS}\nfactor = {FACTOR}\n")
+
+
+def run(scenario: Path, out: Path) -> dict[str, dict]:
+    started = time.monotonic()
+    proc = run_blklab("run", str(scenario), "--out", str(out))
+    print(f"{out.name}: {time.monotonic() - started:.1f} s of host time")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return cells_of(out)
+
+
+@pytest.fixture(scope="module")
+def twice(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("device-faults")
+    s = tmp / "device-faults.toml"
+    s.write_text(SCENARIO)
+    idle = run(s, tmp / "idle")
+    with cpu_hog():
+        busy = run(s, tmp / "busy")
+    return (idle, busy), (tmp / "idle", tmp / "busy")
+
+
+def reads(cell: dict) -> dict:
+    (row,) = [r for r in cell["summary"] if r["direction"] == "read"]
+    return row
+
+
+def one_read_outside_the_model_ns(cells: dict) -> float:
+    """A QD1 read's time besides the model's 10 us: the guest's and QEMU's
+    part, from the drive without faults."""
+    plain = cells["plain.none.r0"]
+    service = plain["devmodel"]["service_ns"]["read"]
+    assert service["total"] == LATENCY_NS * service["count"]  # no fault there
+    return RUNTIME_MS * MS / service["count"] - LATENCY_NS
+
+
+def test_stall_holds_the_read_in_its_window_to_its_end(twice):
+    (cells, _), _ = twice
+    c = cells["stall.none.r0"]
+    assert c["status"] == "ok", c["error"]
+    (f,) = c["faults"]
+    # The model moved exactly one read (QD1: nothing else was in flight), in
+    # the window the guest's origin placed.
+    assert f["kind"] == "stall" and f["fired"] and f["requests"] == 1
+    assert f["start_ns"] == f["origin_ns"] + AT_MS * MS
+    assert f["end_ns"] == f["start_ns"] + DURATION_MS * MS
+    # The read moved took at least the window less one read's time, in the
+    # model and as the workload measured it.
+    cycle = one_read_outside_the_model_ns(cells) + LATENCY_NS
+    service = c["devmodel"]["service_ns"]["read"]
+    assert DURATION_MS * MS - cycle <= service["max"] <= DURATION_MS * MS + LATENCY_NS
+    # The other reads kept the model's 10 us.
+    assert service["total"] - service["max"] == LATENCY_NS * (service["count"] - 1)
+    assert reads(c)["clat_max_ns"] >= DURATION_MS * MS - cycle
+    # The drive without faults never waited that long.
+    assert cells["plain.none.r0"]["devmodel"]["service_ns"]["read"]["max"] == LATENCY_NS
+    assert cells["plain.none.r0"]["faults"] is None
+
+
+def test_slow_multiplies_service_times_in_its_window(twice):
+    (cells, _), _ = twice
+    c = cells["slow.none.r0"]
+    assert c["status"] == "ok", c["error"]
+    (f,) = c["faults"]
+    assert f["kind"] == "slow" and f["factor"] == FACTOR and f["fired"]
+    k = f["requests"]
+    service = c["devmodel"]["service_ns"]["read"]
+    # Exact: k reads of 10 x 10 us, the rest of 10 us.
+    assert service["total"] == FACTOR * LATENCY_NS * k + LATENCY_NS * (service["count"] - k)
+    assert service["max"] == FACTOR * LATENCY_NS
+    # Derived beforehand: a QD1 reader submits one read per (its own time +
+    # the model's), so the window holds about 50 ms / (outside + 100 us).
+    expected = DURATION_MS * MS / (one_read_outside_the_model_ns(cells) + FACTOR * LATENCY_NS)
+    assert abs(k - expected) <= 0.1 * expected, (k, expected)
+
+
+def test_same_bytes_on_a_busy_host(twice):
+    (idle, busy), dirs = twice
+    assert_same_cells(idle, busy, dirs)
+
+
+def test_manifest_and_cells_record_the_faults_asked(twice):
+    (cells, _), dirs = twice
+    manifest = json.loads((dirs[0] / "manifest.json").read_text())
+    assert [(f["device"], f["kind"]) for f in manifest["faults"]] == [("stall", "stall"),
+                                                                       ("slow", "slow")]
+    assert cells["slow.none.r0"]["request"]["faults"] == [
+        {"device": "slow", "kind": "slow", "at_ms": AT_MS, "duration_ms": DURATION_MS,
+         "factor": FACTOR}]
+    assert cells["plain.none.r0"]["request"]["faults"] == []
+    report = (dirs[0] / "report.html").read_text()
+    assert "<h3>Device faults</h3>" in report
