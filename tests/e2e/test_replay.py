@@ -224,19 +224,24 @@ SOFTWARE_NS = 20_000  # reaping the last completion, the wake-up, the submission
 
 def completion_to_queue_pauses(blob: bytes) -> list[int]:
     """For each pause in a blktrace dump (two queue events at least
-    THINKTIME_NS apart), ns from the last completion (C) before the second
-    to that queue event."""
+    THINKTIME_NS apart with nothing in flight between them: blkgen quiesces
+    before it sleeps, so a queue event that waited that long for a slot is
+    no pause), ns from the last completion (C) before the second to that
+    queue event."""
     events = sorted((t, action & 0xFFFF) for t, _, _, action in records(blob)
                     if not (action >> _TC_SHIFT) & _TC_NOTIFY and action & 0xFFFF in (_Q, _C))
     out = []
     last_q = last_c = None
+    in_flight = 0
     for t, what in events:
         if what == _C:
             last_c = t
+            in_flight = max(0, in_flight - 1)  # a C whose Q the trace lacks: never below 0
             continue
-        if last_q is not None and t - last_q >= THINKTIME_NS:
+        if last_q is not None and t - last_q >= THINKTIME_NS and in_flight == 0:
             out.append(t - last_c)
         last_q = t
+        in_flight += 1
     return out
 
 

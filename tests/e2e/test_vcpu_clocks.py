@@ -28,6 +28,7 @@ import pytest
 
 from conftest import REPO, cells_of, device, job, run_blklab
 from test_determinism import assert_same_cells, cpu_hog
+from blklab import cpus
 
 QUANTUM_NS = 250  # blklab's default (scenario.DEFAULT_VCPU_QUANTUM_NS): the key is left out
 # What Linux prints when it distrusts a clock or finds a CPU stuck, and the
@@ -170,8 +171,13 @@ def test_latency_minus_the_floor_is_the_models_time(built, tmp_path, rate):
     for cell in cells.values():
         assert_clocks_within_bounds(cell, 2)
         cmdline = cell["host"]["qemu_cmdline"]
+        # PAUSE one instruction (pause_ns = 0), the default preset's event
+        # times: in both devices' floors alike.
+        preset = cpus.presets()[cpus.DEFAULT_CPU]
+        events = "".join(f",{k[:-3]}={getattr(preset, k)}" for k in cpus.EVENT_KEYS
+                         if getattr(preset, k))
         assert cmdline[cmdline.index("-icount") + 1] == \
-            f"rate={rate:g},sleep=off,parallel=on,quantum={QUANTUM_NS}"
+            f"rate={rate:g},sleep=off,parallel=on,quantum={QUANTUM_NS}{events}"
     floor = mean_read_ns(cells["floor.none.r0"]) - SERVICE_NS["floor"]
     slow = mean_read_ns(cells["slow.none.r0"]) - floor
     print(f"rate {rate}, 2 vCPUs, parallel clocks: floor {floor:.0f} ns; "
