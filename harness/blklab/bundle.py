@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from blklab.filesystem import Filesystem, mkfs_args, uuid_of
 from blklab.scenario import Cell, Job
 
 _MAGIC = b"070701"
@@ -73,12 +74,19 @@ class JobBundle:
     capture: bool = False  # run tools/blklab-capture.sh beside the workload
     apps: bool = False  # mount the applications' root ([guest] apps)
     seed: int | None = None  # the cell's seed, given to a command job as BLKLAB_SEED
+    # [filesystem]: its type, mkfs's arguments before the device and the
+    # mount options; "" = the workload runs on the raw device.
+    fs_type: str = ""
+    mkfs_args: tuple[str, ...] = ()
+    mount_options: str = ""
+    vm: tuple[tuple[str, int], ...] = ()  # [vm]: /proc/sys/vm settings
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
                  blktrace: bool = False, guest_fault: str = "none",
                  capture: bool = False, apps: bool = False,
-                 device_faults: bool = False) -> "JobBundle":
+                 device_faults: bool = False, fs: Filesystem | None = None,
+                 vm: tuple[tuple[str, int], ...] = ()) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -103,10 +111,14 @@ class JobBundle:
             attachments = tuple(("command.sh", job.command.encode()) for job in jobs
                                 if job.command is not None)
             seed = cell.seed
+        fs_args = {}
+        if fs is not None:
+            fs_args = {"fs_type": fs.type, "mount_options": fs.mount_options,
+                       "mkfs_args": tuple(mkfs_args(fs, uuid_of(cell.seed)))}
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
                    tuple(cell.tunables()), tuple(args), blktrace, guest_fault, device_faults,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
-                   any(job.replays for job in jobs), capture, apps, seed)
+                   any(job.replays for job in jobs), capture, apps, seed, vm=vm, **fs_args)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -131,11 +143,14 @@ class JobBundle:
             env["BLKLAB_APPS"] = "1"
         if self.seed is not None:  # a command job's only
             env["BLKLAB_SEED"] = str(self.seed)
+        if self.fs_type:  # likewise
+            env["BLKLAB_FS"] = self.fs_type
+            env["BLKLAB_FS_MOUNT_OPTIONS"] = self.mount_options
         if self.switch_schedulers:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_SWITCH_SCHEDULERS"] = " ".join(self.switch_schedulers)
             env["BLKLAB_SWITCH_INTERVAL_MS"] = str(self.switch_interval_ms)
         for value in list(env.values()) + [v for t in self.tunables for v in t] + list(
-                self.workload_args):
+                self.workload_args) + list(self.mkfs_args) + [self.mount_options]:
             if "\n" in value:
                 raise ValueError(f"job bundle value spans lines: {value!r}")
         files = {
@@ -143,6 +158,10 @@ class JobBundle:
             "job/tunables": "".join(f"{k} {v}\n" for k, v in self.tunables).encode(),
             "job/workload.args": "".join(f"{a}\n" for a in self.workload_args).encode(),
         }
+        if self.fs_type:
+            files["job/mkfs.args"] = "".join(f"{a}\n" for a in self.mkfs_args).encode()
+        if self.vm:
+            files["job/vm"] = "".join(f"{k} {v}\n" for k, v in self.vm).encode()
         for name, data in self.attachments:
             files[f"job/files/{name}"] = data
         return files

@@ -20,6 +20,7 @@ from typing import Any
 
 from blklab import channel, device_faults, model_timing, notes, paths, snapshot
 from blklab.bundle import JobBundle
+from blklab.filesystem import parse_guest_record
 from blklab.errors import BlklabError, VMError
 from blklab.results import (CellResult, disk_delta, parse_btt, parse_diskstat, parse_kv,
                             summarize)
@@ -104,7 +105,9 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "nvme_poll_queues": scenario.guest.nvme_poll_queues,
         "kernel_flavour": scenario.guest.flavour,
         "kernel": scenario.guest.kernel,
-    } | ({"apps": True} if scenario.guest.apps else {})
+    } | ({"apps": True} if scenario.guest.apps else {}) | (
+        {"filesystem": scenario.filesystem.to_json() | {"mkfs_args": list(bundle.mkfs_args)}}
+        if scenario.filesystem else {}) | ({"vm": dict(scenario.vm)} if scenario.vm else {})
 
 
 def faults_of(cell: Cell, scenario: Scenario) -> list[device_faults.DeviceFault]:
@@ -113,15 +116,21 @@ def faults_of(cell: Cell, scenario: Scenario) -> list[device_faults.DeviceFault]
     return [f for f in scenario.faults if f.device == cell.device.name]
 
 
+def bundle_of(cell: Cell, scenario: Scenario) -> JobBundle:
+    """What the cell's guest is told to do."""
+    return JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
+                              scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
+                              device_faults=bool(faults_of(cell, scenario)),
+                              fs=scenario.filesystem, vm=scenario.vm)
+
+
 def devmodel_seed(cell: Cell) -> int:
     """The device's own seed if the scenario gives one, else the cell's."""
     return cell.device.seed if cell.device.seed is not None else cell.seed
 
 
 def failed_result(cell: Cell, scenario: Scenario, ctx: CellContext, error: str) -> CellResult:
-    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
-                                device_faults=bool(faults_of(cell, scenario)))
+    bundle = bundle_of(cell, scenario)
     return CellResult(cell_id=cell.id, status="failed", error=error,
                       request=request_of(cell, scenario, ctx, bundle), image=ctx.image,
                       host={"qemu_cmdline": [], "wall_seconds": 0.0})
@@ -143,9 +152,7 @@ def run_cell(cell: Cell, scenario: Scenario, ctx: CellContext
 
 def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  ) -> tuple[CellResult, dict[str, bytes]]:
-    bundle = JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
-                                scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
-                                device_faults=bool(faults_of(cell, scenario)))
+    bundle = bundle_of(cell, scenario)
     fio = scenario.workload == "fio"
     apps = scenario.guest.apps
     initrd = scratch / "initrd.cpio"
@@ -356,6 +363,12 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
         }
     if "device.txt" in f:
         result.guest["device"] = parse_kv(f["device.txt"].decode(errors="replace"))
+    if "filesystem.txt" in f:
+        result.guest["filesystem"] = parse_guest_record(f["filesystem.txt"].decode(
+            errors="replace"))
+    if "vm.txt" in f:
+        result.guest["vm"] = {k: int(v) if v.lstrip("-").isdigit() else v
+                              for k, v in parse_kv(f["vm.txt"].decode(errors="replace")).items()}
     if "stat_before.txt" in f and "stat_after.txt" in f:
         elapsed = None
         if "uptime_before.txt" in f and "uptime_after.txt" in f:

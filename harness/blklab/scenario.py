@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from blklab import cpus, device_faults, kernels
+from blklab import filesystem as filesystem_mod
 from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
@@ -338,6 +339,11 @@ class Scenario:
     # [guest] keys set for this run in place of the file's (blklab run
     # --guest KEY=VALUE): (key, value as TOML), in the order given.
     guest_set: tuple[tuple[str, str], ...] = ()
+    # [filesystem]: one made in the guest on the device under test and
+    # mounted at /data (blklab.filesystem); None = the raw device.
+    filesystem: filesystem_mod.Filesystem | None = None
+    # [vm]: /proc/sys/vm writeback settings, (name, value) in order.
+    vm: tuple[tuple[str, int], ...] = ()
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -1231,7 +1237,7 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short", "fault"})
+                     "short", "fault", "filesystem", "vm"})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1387,6 +1393,11 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                               'scenario.mode = "deterministic"')
         guest = replace(guest, cpu_rate=None, vcpu_clocks=None, vcpu_quantum_ns=None,
                         pause_ns=None, cpu=None, irq_ns=None, syscall_ns=None, wake_ns=None)
+    fs = filesystem_mod.parse_filesystem(
+        _Reader(shown, _table(shown, data, "filesystem"), "filesystem"))
+    if fs is not None:
+        _check_filesystem(shown, fs, guest, devices, jobs, workload)
+    vm = filesystem_mod.parse_vm(_Reader(shown, _table(shown, data, "vm"), "vm"))
     faults = device_faults.parse(shown, data, devices, jobs, mode, why)
     devices = [_with_faults(shown, i, d, faults, check_profiles) for i, d in enumerate(devices)]
 
@@ -1397,7 +1408,30 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
         blktrace=blktrace, capture=capture, guest_fault=guest_fault, faults=faults, short=short,
         switch_schedulers=switch_schedulers,
-        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio)
+        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio, filesystem=fs, vm=vm)
+
+
+def _check_filesystem(path: str, fs: "filesystem_mod.Filesystem", guest: Guest,
+                      devices: list[Device], jobs: list[Job], workload: str) -> None:
+    """What a [filesystem] needs of the rest of the scenario."""
+    if not guest.apps:
+        raise ScenarioError(path, "filesystem.type", f"mkfs.{fs.type} runs from the "
+                            "applications' root: set [guest] apps = true")
+    for i, d in enumerate(devices):
+        if d.backing != "file":
+            raise ScenarioError(path, f"device[{i}].backing", f"'{d.name}' carries the "
+                                "[filesystem], which must read back what it wrote: "
+                                "backing = \"file\", not \"null\"")
+    if workload == "command":
+        return
+    for i, job in enumerate(jobs):
+        if job.fio_file is not None:
+            continue
+        names = {k.replace("-", "_") for k, _ in job.options}
+        if not names & {"size", "filesize", "filename"}:
+            raise ScenarioError(path, f"job[{i}]", f"'{job.name}' runs in the [filesystem]'s "
+                                f"{filesystem_mod.MOUNT_POINT} and makes its own file "
+                                "(<name>.<clone>.0): give it a size")
 
 
 _FAULT_HEADER = re.compile(r"^\s*\[\[\s*fault\s*\]\]", re.MULTILINE)
