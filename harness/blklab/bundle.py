@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from blklab.filesystem import Filesystem, mkfs_args, uuid_of
 from blklab.scenario import Cell, Job
+from blklab.udev import UdevRules
 
 _MAGIC = b"070701"
 _DIR = 0o040755
@@ -80,13 +81,15 @@ class JobBundle:
     mkfs_args: tuple[str, ...] = ()
     mount_options: str = ""
     vm: tuple[tuple[str, int], ...] = ()  # [vm]: /proc/sys/vm settings
+    udev_rules: UdevRules | None = None  # [udev]: applied before the scheduler is set
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
                  blktrace: bool = False, guest_fault: str = "none",
                  capture: bool = False, apps: bool = False,
                  device_faults: bool = False, fs: Filesystem | None = None,
-                 vm: tuple[tuple[str, int], ...] = ()) -> "JobBundle":
+                 vm: tuple[tuple[str, int], ...] = (),
+                 udev_rules: UdevRules | None = None) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -118,7 +121,8 @@ class JobBundle:
         return cls(cell.id, cell.device.kind, cell.scheduler, workload,
                    tuple(cell.tunables()), tuple(args), blktrace, guest_fault, device_faults,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
-                   any(job.replays for job in jobs), capture, apps, seed, vm=vm, **fs_args)
+                   any(job.replays for job in jobs), capture, apps, seed, vm=vm,
+                   udev_rules=udev_rules, **fs_args)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -143,6 +147,8 @@ class JobBundle:
             env["BLKLAB_APPS"] = "1"
         if self.seed is not None:  # a command job's only
             env["BLKLAB_SEED"] = str(self.seed)
+        if self.udev_rules is not None:  # likewise
+            env["BLKLAB_UDEV_RULES"] = self.udev_rules.name
         if self.fs_type:  # likewise
             env["BLKLAB_FS"] = self.fs_type
             env["BLKLAB_FS_MOUNT_OPTIONS"] = self.mount_options
@@ -160,6 +166,8 @@ class JobBundle:
         }
         if self.fs_type:
             files["job/mkfs.args"] = "".join(f"{a}\n" for a in self.mkfs_args).encode()
+        if self.udev_rules is not None:
+            files[f"job/files/udev/{self.udev_rules.name}"] = self.udev_rules.data
         if self.vm:
             files["job/vm"] = "".join(f"{k} {v}\n" for k, v in self.vm).encode()
         for name, data in self.attachments:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel, device_faults, model_timing, notes, paths, snapshot
+from blklab import channel, device_faults, model_timing, notes, paths, snapshot, udev
 from blklab.bundle import JobBundle
 from blklab.filesystem import parse_guest_record
 from blklab.errors import BlklabError, VMError
@@ -107,7 +107,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
         "kernel": scenario.guest.kernel,
     } | ({"apps": True} if scenario.guest.apps else {}) | (
         {"filesystem": scenario.filesystem.to_json() | {"mkfs_args": list(bundle.mkfs_args)}}
-        if scenario.filesystem else {}) | ({"vm": dict(scenario.vm)} if scenario.vm else {})
+        if scenario.filesystem else {}) | ({"vm": dict(scenario.vm)} if scenario.vm else {}) | (
+        {"udev": scenario.udev_rules.to_json()} if scenario.udev_rules else {})
 
 
 def faults_of(cell: Cell, scenario: Scenario) -> list[device_faults.DeviceFault]:
@@ -121,7 +122,8 @@ def bundle_of(cell: Cell, scenario: Scenario) -> JobBundle:
     return JobBundle.for_cell(cell, scenario.workload, scenario.jobs, scenario.blktrace,
                               scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
                               device_faults=bool(faults_of(cell, scenario)),
-                              fs=scenario.filesystem, vm=scenario.vm)
+                              fs=scenario.filesystem, vm=scenario.vm,
+                              udev_rules=scenario.udev_rules)
 
 
 def devmodel_seed(cell: Cell) -> int:
@@ -366,6 +368,8 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
     if "filesystem.txt" in f:
         result.guest["filesystem"] = parse_guest_record(f["filesystem.txt"].decode(
             errors="replace"))
+    if "udev.txt" in f:
+        result.guest["udev"] = udev.parse_guest_record(f["udev.txt"].decode(errors="replace"))
     if "vm.txt" in f:
         result.guest["vm"] = {k: int(v) if v.lstrip("-").isdigit() else v
                               for k, v in parse_kv(f["vm.txt"].decode(errors="replace")).items()}

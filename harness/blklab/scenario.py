@@ -24,6 +24,7 @@ from typing import Any
 
 from blklab import cpus, device_faults, kernels
 from blklab import filesystem as filesystem_mod
+from blklab import udev
 from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
@@ -344,6 +345,8 @@ class Scenario:
     filesystem: filesystem_mod.Filesystem | None = None
     # [vm]: /proc/sys/vm writeback settings, (name, value) in order.
     vm: tuple[tuple[str, int], ...] = ()
+    # [udev]: a customer's rules file applied to the device (blklab.udev).
+    udev_rules: udev.UdevRules | None = None
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -1237,7 +1240,7 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short", "fault", "filesystem", "vm"})
+                     "short", "fault", "filesystem", "vm", "udev"})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1398,6 +1401,11 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     if fs is not None:
         _check_filesystem(shown, fs, guest, devices, jobs, workload)
     vm = filesystem_mod.parse_vm(_Reader(shown, _table(shown, data, "vm"), "vm"))
+    udev_rules = udev.parse(_Reader(shown, _table(shown, data, "udev"), "udev"), p,
+                            check_profiles)
+    if udev_rules is not None and not guest.apps:
+        raise ScenarioError(shown, "udev.rules", "udev runs from the applications' root: "
+                            "set [guest] apps = true")
     faults = device_faults.parse(shown, data, devices, jobs, mode, why)
     devices = [_with_faults(shown, i, d, faults, check_profiles) for i, d in enumerate(devices)]
 
@@ -1408,7 +1416,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         sha256=hashlib.sha256(blob).hexdigest(), raw=data, expectations=expectations,
         blktrace=blktrace, capture=capture, guest_fault=guest_fault, faults=faults, short=short,
         switch_schedulers=switch_schedulers,
-        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio, filesystem=fs, vm=vm)
+        switch_interval_ms=switch_interval_ms, customer_fio=customer_fio, filesystem=fs, vm=vm,
+        udev_rules=udev_rules)
 
 
 def _check_filesystem(path: str, fs: "filesystem_mod.Filesystem", guest: Guest,
