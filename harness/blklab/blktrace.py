@@ -42,9 +42,9 @@ def parse_dispatches(blkparse_text: str) -> Dispatches:
     return Dispatches(queued, plugs, by)
 
 
-def dispatches(trace: Path) -> Dispatches:
-    """blkparse (the blktrace package, which make deps installs) over a
-    cell's cells/<cell>/blktrace.bin."""
+def blkparse_text(trace: Path) -> str:
+    """blkparse's default output (the blktrace package, which make deps
+    installs) over a cell's cells/<cell>/blktrace.bin."""
     try:
         with trace.open("rb") as f:
             proc = subprocess.run(["blkparse", "-i", "-"], stdin=f, capture_output=True,
@@ -53,4 +53,9 @@ def dispatches(trace: Path) -> Dispatches:
         raise BlklabError(f"{trace}: cannot run blkparse on it: {e}") from None
     if proc.returncode != 0:
         raise BlklabError(f"{trace}: blkparse failed: {proc.stderr.strip()[-300:]}")
-    return parse_dispatches(proc.stdout)
+    return proc.stdout
+
+
+def dispatches(trace: Path) -> Dispatches:
+    """Who dispatched a cell's traced requests (cells/<cell>/blktrace.bin)."""
+    return parse_dispatches(blkparse_text(trace))

@@ -80,6 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: half the series' interval)")
     tu.add_argument("--json", action="store_true", help="print the turns as JSON")
 
+    bl = sub.add_parser("biolatency", help="biolatency's histograms of each traced cell of RUN "
+                        "(scenario.blktrace), per device and direction, from its blktrace")
+    bl.add_argument("run", type=Path)
+    bl.add_argument("--cell", metavar="GLOB", help="only the cells whose id matches "
+                    "(default: all)")
+    bl.add_argument("--from", dest="start", choices=["insert", "issue"],
+                    default="issue", help="issue: from the request's issue to the driver "
+                    "(biolatency); insert: from its insertion into the scheduler "
+                    "(biolatency -Q)")
+    bl.add_argument("--json", action="store_true", help="print the histograms as JSON")
+
     rep = sub.add_parser("report", help="write RUN/report.html, or print RUN's tables as "
                          "Markdown (--markdown)")
     rep.add_argument("run", type=Path, nargs="+",
@@ -355,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
             from blklab import switches
 
             print(switches.render(args.run))
+            return 0
+        if args.command == "biolatency":
+            from blklab import biolatency
+
+            show = biolatency.as_json if args.json else biolatency.render
+            print(show(args.run, args.cell, args.start))
             return 0
         if args.command == "turns":
             from blklab import turns

@@ -184,6 +184,14 @@ def test_fio_as_the_workload(built, tmp_path):
     assert btt["q2c_n"] >= c["summary"][0]["total_ios"] * 0.9
     assert 0 < btt["d2c_avg_s"] <= btt["q2c_avg_s"]
     assert btt["q2d_avg_s"] >= 0 and btt["merge_ratio"] >= 1.0
+    # biolatency's histogram from the same trace: each request from its
+    # issue (D) to its completion (C), as btt's D2C pairs them.
+    proc = run_blklab("biolatency", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (hists,) = json.loads(proc.stdout).values()
+    (reads,) = [h for h in hists if h["direction"] == "read"]
+    assert reads["count"] == btt["d2c_n"]
+    assert abs(reads["mean_us"] - btt["d2c_avg_s"] * 1e6) <= 0.01 * btt["d2c_avg_s"] * 1e6
 
 
 @pytest.mark.parametrize("content,words", [
