@@ -37,9 +37,9 @@ _MEDIA_KEYS = ("lba_start", "lba_count", "retry_ms", "writes")
 # drivers' error, timeout, abort and reset lines (print_req_error(),
 # nvme_log_error(), nvme_timeout(), ata_eh_*), as the console shows them.
 _KERNEL_ERROR = re.compile(
-    r"I/O error|medium error|Unrecovered Read Error|Write Fault|critical target error|"
+    r"I/O error|medium error|\(sct 0x[0-9a-f]+ / sc 0x|critical target error|"
     r"Buffer I/O error|timeout, abort|timeout, reset|resetting controller|"
-    r"\bfailed command\b|\bUNC\b|exception Emask")
+    r"\bfailed command\b|\bUNC\b|exception Emask", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -87,13 +87,14 @@ def test_a_media_error_reaches_the_profile_with_its_range(tmp_path):
 def test_kernel_error_lines_are_picked_from_the_console():
     console = (
         "[    1.000000] nvme nvme0: pci function 0000:00:04.0\n"
-        "[    5.100000] nvme0n1: Read(0x2) @ LBA 2048, 8 blocks, Unrecovered Read Error "
+        "[    5.100000] nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error "
         "(sct 0x2 / sc 0x81) DNR \n"
+        "[    5.200000] Yama: disabled by default; enable with sysctl kernel.yama.*\n"
         "[    5.100001] critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) "
         "flags 0x4800 phys_seg 1 prio class 2\n"
         "blkgen: io_u error on file /dev/nvme0n1: Input/output error\n")
     assert device_faults.kernel_error_lines(console) == [
-        "nvme0n1: Read(0x2) @ LBA 2048, 8 blocks, Unrecovered Read Error (sct 0x2 / sc 0x81) DNR",
+        "nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error (sct 0x2 / sc 0x81) DNR",
         "critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x4800 phys_seg 1 "
         "prio class 2"]
 
