@@ -28,6 +28,7 @@ reader goes on), with what the kernel source says the guest sees:
   and blk_print_req_error() "critical medium error, dev nvme0n1, sector
   800", each rate-limited to 10 lines per 5 s (DEFAULT_RATELIMIT_BURST);
 - every other read succeeds.
+The same once under blkgen (continue_on_error, no ignore_error needed).
 
 The windows count from the guest's own mark at the workload's start
 (blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
@@ -179,16 +180,17 @@ def media_twice(built, tmp_path_factory):
     return (idle, busy), (tmp / "idle", tmp / "busy")
 
 
-def test_media_error_fails_each_read_of_the_range_and_the_kernel_says_so(media_twice):
-    (cells, _), _ = media_twice
-    c = cells["bad.none.r0"]
+def check_media_error_cell(c: dict, failed_is_an_io: bool) -> None:
+    """The cell of MEDIA_SCENARIO (or its blkgen twin) against the kernel's
+    behaviour. fio counts a failed read among its I/Os, blkgen does not."""
     assert c["status"] == "ok", c["error"]
     (job_,) = c["workload"]["jobs"]
-    ios = job_["read"]["total_ios"]  # fio counts a failed read as an I/O
+    errors = job_["total_err"]
+    issued = job_["read"]["total_ios"] + (0 if failed_is_an_io else errors)
     # One read of block 100 per pass over the 256 blocks, passes started.
-    touched = (ios - 1 - MEDIA_LBA // 8) // MEDIA_PASS_BLOCKS + 1
+    touched = (issued - 1 - MEDIA_LBA // 8) // MEDIA_PASS_BLOCKS + 1
     assert touched > 1
-    assert job_["total_err"] == touched and job_["first_error"] == ENODATA
+    assert errors == touched and job_["first_error"] == ENODATA
     # Exactly the reads the model failed: none retried (DNR), no write.
     assert c["devmodel"]["media_errors"] == {"read": touched, "write": 0}
     (f,) = c["faults"]
@@ -196,7 +198,7 @@ def test_media_error_fails_each_read_of_the_range_and_the_kernel_says_so(media_t
     assert f["lba_start"] == MEDIA_LBA and f["lba_count"] == MEDIA_BLOCKS
     assert f["start_ns"] == f["origin_ns"] and f["end_ns"] is None
     # Every other read succeeded, with its data.
-    assert job_["read"]["io_bytes"] == (ios - touched) * 4096
+    assert job_["read"]["io_bytes"] == (issued - touched) * 4096
     # The kernel's lines, rate-limited, about that sector only.
     lines = c["guest"]["kernel_errors"]
     logged = min(touched, RATELIMIT_BURST)
@@ -206,6 +208,22 @@ def test_media_error_fails_each_read_of_the_range_and_the_kernel_says_so(media_t
     assert all(f"@ LBA {MEDIA_LBA}, {MEDIA_BLOCKS} blocks," in x and x.endswith("DNR")
                for x in nvme), nvme
     assert all(f" sector {MEDIA_LBA} op 0x0:(READ) " in x for x in block), block
+
+
+def test_media_error_fails_each_read_of_the_range_and_the_kernel_says_so(media_twice):
+    (cells, _), _ = media_twice
+    check_media_error_cell(cells["bad.none.r0"], failed_is_an_io=True)
+
+
+def test_media_error_under_blkgen(built, tmp_path):
+    """The same under blkgen, whose continue_on_error goes on past any
+    errno (it has no ignore_error)."""
+    text = MEDIA_SCENARIO.replace('workload = "fio"', 'workload = "blkgen"').replace(
+        f'ignore_error = "EIO:{ENODATA}"\n', "")
+    s = tmp_path / "media-error-blkgen.toml"
+    s.write_text(text)
+    cells = run(s, tmp_path / "blkgen")
+    check_media_error_cell(cells["bad.none.r0"], failed_is_an_io=False)
 
 
 def test_media_error_same_bytes_on_a_busy_host(media_twice):
