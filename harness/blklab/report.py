@@ -227,7 +227,7 @@ only knowing that.</p><ul>
 {% endfor %}</table>
 {% if d.counters_zero %}<p class="note">Zero in every cell: {{ d.counters_zero|join(", ") }}.</p>{% endif %}{% endif %}
 {% if d.faults %}<h3>Device faults</h3>
-<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved (docs/faults.md).</p>
+<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved, or failed for a media error (docs/faults.md).</p>
 <table class="faults"><tr><th class="l">cell</th><th class="l">kind</th><th>at (ms)</th><th>duration (ms)</th><th>factor</th><th>start (ns)</th><th>end (ns)</th><th>requests</th><th class="l">fired</th></tr>
 {% for f in d.faults %}<tr><td class="l">{{ f.cell_id }}</td><td class="l">{{ f.kind }}</td><td>{{ f.at_ms }}</td><td>{{ f.duration_ms }}</td><td>{{ f.factor }}</td><td>{{ f.start_ns }}</td><td>{{ f.end_ns }}</td><td>{{ f.requests }}</td><td class="l">{{ f.fired }}</td></tr>
 {% endfor %}</table>{% endif %}
