@@ -4,6 +4,7 @@
 // written (against a directory standing in for the cgroup root), time
 // series and error reporting.
 #include <fcntl.h>
+#include <cerrno>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +55,37 @@ class FeaturesTest : public E2eTest {
     return data;
   }
 };
+
+// Writes past RLIMIT_FSIZE fail with EFBIG (SIGXFSZ ignored): an I/O error
+// at completion, as a device's media error is. dash's ulimit -f counts 512
+// bytes, so 32 lets the first 16 KiB (4 blocks) of the 64 KiB file through.
+TEST_F(FeaturesTest, ContinueOnErrorCountsTheFailedIosAndGoesOn) {
+  const std::string file = dir_ + "/e.dat";
+  std::ofstream(file) << std::string(65536, 'x');
+  const std::string report = dir_ + "/report.json";
+  for (const std::string engine : {"psync", "io_uring"}) {
+    for (const bool go_on : {true, false}) {
+      const std::string cmd =
+          "trap '' XFSZ; ulimit -f 32; exec " + std::string(BLKGEN_BINARY) +
+          " --output-format=json --output=" + report + " --name=w --filename=" + file +
+          " --size=64k --rw=write --bs=4k --iodepth=4 --ioengine=" + engine +
+          (go_on ? " --continue_on_error=write" : "");
+      const RunResult r = RunCommand({"/bin/sh", "-c", cmd}, dir_);
+      const Json j = Json::parse(ReadFile(report))["jobs"][0];
+      if (go_on) {
+        EXPECT_EQ(r.exit_code, 0) << engine << r.stderr_text;
+        EXPECT_EQ(j["total_err"], 12) << engine;
+        EXPECT_EQ(j["first_error"], EFBIG) << engine;
+        EXPECT_EQ(j["error"], 0) << engine;
+        EXPECT_EQ(j["write"]["total_ios"], 4) << engine;  // the failed ones are not I/Os
+      } else {
+        EXPECT_EQ(r.exit_code, 1) << engine;
+        EXPECT_EQ(j["error"], EFBIG) << engine;
+        EXPECT_FALSE(j.contains("total_err")) << engine;  // as fio: only when asked
+      }
+    }
+  }
+}
 
 TEST_F(FeaturesTest, VerifyPassesOnACleanRunAndReadsBackWhatItWrote) {
   const std::string file = dir_ + "/v.dat";

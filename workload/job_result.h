@@ -98,6 +98,9 @@ struct SeriesPoint {
 struct JobResult {
   int32_t error = 0;           // errno of the first failure; 0 = none
   char error_text[256] = {};   // message of the first failure, NUL-terminated
+  // continue_on_error: I/O errors the job went on past, and the first's errno.
+  uint64_t total_err = 0;
+  int32_t first_error = 0;
   bool measured = false;       // the measured phase (after ramp_time) began
   uint64_t runtime_ns = 0;     // measured phase: end of ramp -> last completion
   uint64_t elapsed_ns = 0;     // start of I/O (ramp included) -> end

@@ -587,6 +587,10 @@ inline void JobRunner::Complete(IoRequest* req, uint64_t now_ns) {
   if (verify_ && data) verify_table_[req->block] &= ~kInFlight;
   if (req->result < 0) {
     const int err = static_cast<int>(-req->result);
+    if (data && (spec_.continue_on_error & DirBit(static_cast<Dir>(req->op)))) {
+      if (result_->total_err++ == 0) result_->first_error = err;
+      return;  // counted; neither an I/O nor bytes of the job
+    }
     RecordError(err, "io_u error on file " + filename_ + ": " + std::strerror(err) + ": " +
                          IologAction(req->op) + " offset=" + std::to_string(req->offset) +
                          ", buflen=" + std::to_string(req->length));

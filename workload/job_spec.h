@@ -141,6 +141,9 @@ struct JobSpec {
   uint32_t fsync_blocks = 0;      // fsync after every N writes; 0 = never
   uint32_t fdatasync_blocks = 0;  // fdatasync after every N writes; 0 = never
   bool end_fsync = false;         // fsync when the writes are done
+  // Directions (DirBit) whose I/O errors are counted (total_err) and the job
+  // goes on, as fio's continue_on_error; 0: the first error ends the job.
+  uint8_t continue_on_error = 0;
   Distribution distribution;
   uint64_t randseed = 0;
   bool randseed_given = false;  // randseed= set: overrides randrepeat (as fio)

@@ -308,6 +308,10 @@ Json JobJson(const ReportEntry& e, const GroupReport& group, const CommandLine& 
   j["jobname"] = spec.name;
   j["groupid"] = 0;
   j["error"] = r.error;
+  if (spec.continue_on_error != 0) {  // as fio: only with continue_on_error
+    j["total_err"] = r.total_err;
+    j["first_error"] = r.first_error;
+  }
   j["eta"] = 0;
   j["elapsed"] = (r.elapsed_ns + 999999999ULL) / 1000000000ULL;  // s, rounded up
   j["job options"] = OptionsJson(spec.given);

@@ -292,6 +292,26 @@ Status ApplyFdatasync(std::string_view v, JobSpec* job) {
 
 Status ApplyEndFsync(std::string_view v, JobSpec* job) { return ParseBool(v, &job->end_fsync); }
 
+// fio's continue_on_error: none | read | write | io | verify | all, or 0 / 1
+// (1 = all). blkgen has no verify errors to go on past: "verify" is none's
+// twin, "all" is "io".
+Status ApplyContinueOnError(std::string_view v, JobSpec* job) {
+  const uint8_t io = DirBit(Dir::kRead) | DirBit(Dir::kWrite) | DirBit(Dir::kTrim);
+  if (v == "none" || v == "0" || v == "verify") {
+    job->continue_on_error = 0;
+  } else if (v == "read") {
+    job->continue_on_error = DirBit(Dir::kRead);
+  } else if (v == "write") {
+    job->continue_on_error = DirBit(Dir::kWrite);
+  } else if (v == "io" || v == "all" || v == "1") {
+    job->continue_on_error = io;
+  } else {
+    return Status::Usage("continue_on_error: '" + std::string(v) +
+                         "' is not one of none, read, write, io, verify, all");
+  }
+  return Status::Ok();
+}
+
 // random, zipf[:theta[:center]], pareto[:h[:center]], normal:stddev%[:center]
 Status ApplyRandomDistribution(std::string_view v, JobSpec* job) {
   const std::vector<std::string_view> parts = Split(v, ':');
@@ -489,7 +509,7 @@ Status ApplyWriteIolog(std::string_view v, JobSpec* job) {
 }
 
 // The option table: fio's names and defaults unless marked blkgen's own.
-constexpr std::array<OptionDef, 65> kJobOptions = {{
+constexpr std::array<OptionDef, 66> kJobOptions = {{
     {"name", "", "job name; starts a new job", false, ApplyName},
     {"filename", "", "file or block device (default: <name>.<clone>.0)", false, ApplyFilename},
     {"rw", "read",
@@ -544,6 +564,10 @@ constexpr std::array<OptionDef, 65> kJobOptions = {{
     {"fsync", "0", "fsync after every N writes; 0 = never", false, ApplyFsync},
     {"fdatasync", "0", "fdatasync after every N writes; 0 = never", false, ApplyFdatasync},
     {"end_fsync", "0", "0 | 1; fsync when the writes are done", true, ApplyEndFsync},
+    {"continue_on_error", "none",
+     "none | read | write | io | all; I/O errors of those directions are counted (total_err) "
+     "and the job goes on",
+     false, ApplyContinueOnError},
     {"random_distribution", "random",
      "random | zipf[:theta[:center]] | pareto[:h[:center]] | normal:stddev%[:center]; "
      "non-uniform ones turn off the random map",

@@ -234,7 +234,15 @@ class Session {
     const std::uint64_t now = Advance(given);
     devmodel_completion c{~0ull, 7};
     char* err = nullptr;
-    devmodel_submit(m_, &r, given, &c, &err);
+    // Both entry points: the older drops the status of the newer.
+    const bool with_status = d.ConsumeBool();
+    devmodel_result res{~0ull, 7, 9};
+    if (with_status) {
+      devmodel_submit_result(m_, &r, given, &res, &err);
+      c = {res.deadline_ns, res.final};
+    } else {
+      devmodel_submit(m_, &r, given, &c, &err);
+    }
     const bool valid = Valid(r);
     if (!valid) {
       if (err == nullptr) Violation("invalid request accepted", Describe(r, now));
@@ -253,6 +261,7 @@ class Session {
     s.tag = r.tag;
     const devmodel::Completion raw = shadow_->Submit(s, now);
     Check(c, raw, now, "submit " + Describe(r, now));
+    if (with_status) CheckStatus(res, raw, "submit " + Describe(r, now));
     if (final_only_ && c.final != 1) Violation("non-final deadline from a final-only device");
     if (!c.final)
       pending_[r.tag] = {c.deadline_ns, 0};
@@ -278,9 +287,17 @@ class Session {
     const std::uint64_t now = Advance(given);
     devmodel_completion c{~0ull, 7};
     char* err = nullptr;
-    devmodel_poll(m_, tag, given, &c, &err);
+    const bool with_status = d.ConsumeBool();
+    devmodel_result res{~0ull, 7, 9};
+    if (with_status) {
+      devmodel_poll_result(m_, tag, given, &res, &err);
+      c = {res.deadline_ns, res.final};
+    } else {
+      devmodel_poll(m_, tag, given, &c, &err);
+    }
     if (err != nullptr) Violation("poll error", err);
     const devmodel::Completion raw = shadow_->Poll(tag, now);
+    if (with_status) CheckStatus(res, raw, "poll tag=" + std::to_string(tag));
     ++polls_;
     // A late poll may learn of a completion already past (the ABI then says
     // now), but never of one before the time the model asked to be polled.
@@ -329,6 +346,18 @@ class Session {
     }
     if (c.deadline_ns != std::max(raw.deadline_ns, now_) || (c.final != 0) != raw.final) {
       Violation("two instances of one profile and seed disagree", what);
+    }
+  }
+
+  // A result's status is the model's, and only a final result has one.
+  void CheckStatus(const devmodel_result& res, const devmodel::Completion& raw,
+                   const std::string& what) {
+    if (res.status != DEVMODEL_STATUS_OK && res.status != DEVMODEL_STATUS_MEDIA_ERROR) {
+      Violation("unknown status", what);
+    }
+    const bool media = raw.final && raw.status == devmodel::Status::kMediaError;
+    if ((res.status == DEVMODEL_STATUS_MEDIA_ERROR) != media) {
+      Violation("two instances of one profile and seed disagree on the status", what);
     }
   }
 

@@ -268,10 +268,12 @@ std::string ToText(const ProfileMap& p, FuzzedDataProvider& d) {
   return text;
 }
 
-// Now and then [[fault]] tables (devmodel/faults.h): stalls and slow windows
-// within the session's first few ms, so that they fire; rarely a bad one.
+// Now and then [[fault]] tables (devmodel/faults.h): stalls, slow windows and
+// media errors within the session's first few ms and blocks, so that they
+// fire; rarely a bad one.
 std::string FaultTables(FuzzedDataProvider& d) {
-  static const char* const kKinds[] = {"stall", "slow", "stall", "slow", "timeout"};
+  static const char* const kKinds[] = {"stall", "slow", "media_error", "stall",
+                                       "slow", "media_error", "timeout"};
   const int n = std::max(0, d.ConsumeIntegralInRange(0, 15) - 11);  // 0 mostly, else 1-4
   std::string text;
   for (int i = 0; i < n; ++i) {
@@ -283,6 +285,14 @@ std::string FaultTables(FuzzedDataProvider& d) {
     }
     if ((kind == "slow") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
       text += "factor = " + Number(d.ConsumeFloatingPointInRange(0.5, 20.0)) + "\n";
+    }
+    if ((kind == "media_error") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
+      text += "lba_start = " + std::to_string(d.ConsumeIntegralInRange(0, 4096)) + "\n";
+      text += "lba_count = " + std::to_string(d.ConsumeIntegralInRange(0, 4096)) + "\n";
+      if (d.ConsumeBool()) {
+        text += "retry_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 5.0)) + "\n";
+      }
+      if (d.ConsumeBool()) text += "writes = true\n";
     }
   }
   return text;

@@ -44,6 +44,7 @@ struct devmodel_t {
     uint32_t op;
   };
   std::unordered_map<uint64_t, Pending> pending;  // by tag, until final
+  uint64_t media_errors[2] = {0, 0};              // reads, writes
 };
 
 namespace {
@@ -115,11 +116,32 @@ void devmodel_set_origin(devmodel_t* model, uint64_t now_ns) {
   model->faulty->SetOrigin(Clamp(model, now_ns));
 }
 
-void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
-                     devmodel_completion* out, char** errptr) {
+namespace {
+
+void SetResult(devmodel_t* m, const devmodel::Completion& c, uint64_t now, uint32_t op,
+               devmodel_result* out) {
+  out->deadline_ns = std::max(c.deadline_ns, now);
+  out->final = c.final ? 1 : 0;
+  out->status = DEVMODEL_STATUS_OK;
+  if (c.final && c.status == devmodel::Status::kMediaError) {
+    out->status = DEVMODEL_STATUS_MEDIA_ERROR;
+    if (op <= DEVMODEL_OP_WRITE) ++m->media_errors[op];
+  }
+}
+
+void ToCompletion(const devmodel_result& r, devmodel_completion* out) {
+  out->deadline_ns = r.deadline_ns;
+  out->final = r.final;
+}
+
+}  // namespace
+
+void devmodel_submit_result(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
+                            devmodel_result* out, char** errptr) {
   const uint64_t now = Clamp(model, now_ns);
   out->deadline_ns = now;
   out->final = 1;
+  out->status = DEVMODEL_STATUS_OK;
   try {
     if (request->op > DEVMODEL_OP_TRIM) {
       SetError(errptr, "devmodel_submit: unknown op " + std::to_string(request->op));
@@ -135,10 +157,8 @@ void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_
       SetError(errptr, std::string("devmodel_submit: ") + why);
       return;
     }
-    const devmodel::Completion c = model->device->Submit(r, now);
-    out->deadline_ns = std::max(c.deadline_ns, now);
-    out->final = c.final ? 1 : 0;
-    if (c.final) {
+    SetResult(model, model->device->Submit(r, now), now, request->op, out);
+    if (out->final) {
       model->service[request->op].Add(out->deadline_ns - now);
     } else {
       model->pending[request->tag] = {now, request->op};
@@ -150,27 +170,41 @@ void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_
   }
 }
 
-void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_completion* out,
-                   char** errptr) {
+void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
+                     devmodel_completion* out, char** errptr) {
+  devmodel_result r;
+  devmodel_submit_result(model, request, now_ns, &r, errptr);
+  ToCompletion(r, out);
+}
+
+void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_result* out,
+                          char** errptr) {
   const uint64_t now = Clamp(model, now_ns);
   out->deadline_ns = now;
   out->final = 1;
+  out->status = DEVMODEL_STATUS_OK;
   try {
     const devmodel::Completion c = model->device->Poll(tag, now);
-    out->deadline_ns = std::max(c.deadline_ns, now);
-    out->final = c.final ? 1 : 0;
-    if (c.final) {
-      auto it = model->pending.find(tag);
-      if (it != model->pending.end()) {
-        model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
-        model->pending.erase(it);
-      }
+    auto it = model->pending.find(tag);
+    const uint32_t op =
+        it != model->pending.end() ? it->second.op : static_cast<uint32_t>(DEVMODEL_OP_FLUSH);
+    SetResult(model, c, now, op, out);
+    if (out->final && it != model->pending.end()) {
+      model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
+      model->pending.erase(it);
     }
   } catch (const std::exception& e) {
     SetError(errptr, std::string("devmodel_poll: ") + e.what());
   } catch (...) {
     SetError(errptr, "devmodel_poll: unknown error");
   }
+}
+
+void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_completion* out,
+                   char** errptr) {
+  devmodel_result r;
+  devmodel_poll_result(model, tag, now_ns, &r, errptr);
+  ToCompletion(r, out);
 }
 
 char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
@@ -181,6 +215,8 @@ char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
       const ServiceTime& t = model->service[op];
       service[kOpNames[op]] = {{"count", t.count}, {"total", t.total_ns}, {"max", t.max_ns}};
     }
+    counters["media_errors"] = {{"read", model->media_errors[DEVMODEL_OP_READ]},
+                                {"write", model->media_errors[DEVMODEL_OP_WRITE]}};
     char* s = CopyString(counters.dump());
     if (s == nullptr) SetError(errptr, "devmodel_counters_json: out of memory");
     return s;

@@ -12,7 +12,15 @@ TimeNs AddSat(TimeNs a, TimeNs b) { return b > ~TimeNs{0} - a ? ~TimeNs{0} : a +
 }  // namespace
 
 const char* FaultKindName(FaultKind kind) {
-  return kind == FaultKind::kStall ? "stall" : "slow";
+  switch (kind) {
+    case FaultKind::kStall:
+      return "stall";
+    case FaultKind::kSlow:
+      return "slow";
+    case FaultKind::kMediaError:
+      return "media_error";
+  }
+  return "unknown";
 }
 
 FaultSchedule::FaultSchedule(std::vector<Fault> faults)
@@ -24,6 +32,26 @@ FaultSchedule::FaultSchedule(std::vector<Fault> faults)
                    [this](std::size_t a, std::size_t b) {
                      return faults_[a].at_ns < faults_[b].at_ns;
                    });
+}
+
+int FaultSchedule::MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes) {
+  if (!origin_ || faults_.empty() || block_bytes == 0) return -1;
+  if (r.op != Op::kRead && r.op != Op::kWrite) return -1;
+  if (r.length_bytes == 0) return -1;
+  const std::uint64_t first = r.offset_bytes / block_bytes;
+  const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / block_bytes;
+  for (std::size_t i = 0; i < faults_.size(); ++i) {
+    const Fault& f = faults_[i];
+    if (f.kind != FaultKind::kMediaError || (r.op == Op::kWrite && !f.writes)) continue;
+    const TimeNs s = AddSat(*origin_, f.at_ns), e = AddSat(s, f.duration_ns);
+    if (submit_ns < s || (f.duration_ns != kForever && submit_ns >= e)) continue;
+    if (last < f.lba_start || (first >= f.lba_start && first - f.lba_start >= f.lba_count)) {
+      continue;
+    }
+    ++affected_[i];
+    return static_cast<int>(i);
+  }
+  return -1;
 }
 
 TimeNs FaultSchedule::Apply(TimeNs submit_ns, TimeNs deadline_ns) {
@@ -58,14 +86,23 @@ std::string FaultSchedule::AddCounters(const std::string& json_object) const {
     one["kind"] = FaultKindName(f.kind);
     one["at_ns"] = f.at_ns;
     one["duration_ns"] = f.duration_ns;
+    if (f.duration_ns == kForever) one["duration_ns"] = nullptr;
     if (origin_) {
       one["start_ns"] = AddSat(*origin_, f.at_ns);
-      one["end_ns"] = AddSat(AddSat(*origin_, f.at_ns), f.duration_ns);
+      one["end_ns"] = f.duration_ns == kForever
+                          ? nlohmann::json(nullptr)
+                          : nlohmann::json(AddSat(AddSat(*origin_, f.at_ns), f.duration_ns));
     } else {
       one["start_ns"] = nullptr;
       one["end_ns"] = nullptr;
     }
     if (f.kind == FaultKind::kSlow) one["factor"] = static_cast<double>(f.factor_ppm) / 1e6;
+    if (f.kind == FaultKind::kMediaError) {
+      one["lba_start"] = f.lba_start;
+      one["lba_count"] = f.lba_count;
+      one["retry_ns"] = f.retry_ns;
+      one["writes"] = f.writes;
+    }
     one["requests"] = affected_[i];
     list.push_back(one);
   }
@@ -78,22 +115,33 @@ FaultyDevice::FaultyDevice(std::unique_ptr<Device> inner, FaultSchedule schedule
 
 FaultyDevice* FaultyDevice::Of(Device* device) { return dynamic_cast<FaultyDevice*>(device); }
 
+Completion FaultyDevice::Finish(Completion c, TimeNs submit_ns, int media_error, TimeNs now) {
+  TimeNs d = std::max(c.deadline_ns, now);
+  if (media_error >= 0) {
+    d = AddSat(d, schedule_.faults()[static_cast<std::size_t>(media_error)].retry_ns);
+    c.status = Status::kMediaError;
+  }
+  c.deadline_ns = schedule_.Apply(submit_ns, d);
+  return c;
+}
+
 Completion FaultyDevice::Submit(const Request& r, TimeNs now) {
   Completion c = inner_->Submit(r, now);
+  const int media_error = schedule_.MediaError(r, now, inner_->logical_block_bytes());
   if (!c.final) {
-    submitted_[r.tag] = now;
-  } else {
-    c.deadline_ns = schedule_.Apply(now, std::max(c.deadline_ns, now));
+    submitted_[r.tag] = {now, media_error};
+    return c;
   }
-  return c;
+  return Finish(c, now, media_error, now);
 }
 
 Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
   Completion c = inner_->Poll(tag, now);
   auto it = submitted_.find(tag);
   if (c.final && it != submitted_.end()) {  // an unknown tag stays {now, true}
-    c.deadline_ns = schedule_.Apply(std::min(it->second, now), std::max(c.deadline_ns, now));
+    const Pending p = it->second;
     submitted_.erase(it);
+    return Finish(c, std::min(p.submit_ns, now), p.media_error, now);
   }
   return c;
 }
@@ -104,7 +152,7 @@ std::string FaultyDevice::CountersJson() const {
 
 std::uint64_t FaultyDevice::MemoryBytes() const {
   return sizeof(*this) + inner_->MemoryBytes() +
-         submitted_.size() * (sizeof(std::uint64_t) + sizeof(TimeNs) + 2 * sizeof(void*)) +
+         submitted_.size() * (sizeof(std::uint64_t) + sizeof(Pending) + 2 * sizeof(void*)) +
          schedule_.faults().size() * (sizeof(Fault) + 2 * sizeof(std::uint64_t));
 }
 

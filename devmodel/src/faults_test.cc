@@ -139,7 +139,8 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
     const char* message;
   } cases[] = {
       {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\n",
-       "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\", got \"timeout\""},
+       "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\" \"media_error\", got "
+       "\"timeout\""},
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nfactor = 2\n",
        "test.toml:9: key 'fault.factor' is for kind \"slow\" only"},
       {"[[fault]]\nkind = \"slow\"\nduration_ms = 1\nfactor = 1\n",
@@ -152,9 +153,22 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
        "got -1"},
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nwhen = 3\n",
        "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, duration_ms, "
-       "factor)"},
+       "factor, lba_start, lba_count, retry_ms, writes)"},
       {"[[fault]]\nduration_ms = 1\n", "test.toml:6: missing key 'fault.kind' (one of \"stall\" "
-                                       "\"slow\")"},
+                                       "\"slow\" \"media_error\")"},
+      {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\n",
+       "test.toml:6: missing key 'fault.lba_count' (blocks that fail, from lba_start)"},
+      {"[[fault]]\nkind = \"media_error\"\nlba_count = 8\n",
+       "test.toml:6: missing key 'fault.lba_start' (the first block that fails)"},
+      {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nlba_start = 3\n",
+       "test.toml:9: key 'fault.lba_start' is for kind \"media_error\" only"},
+      {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\nlba_count = 0\n",
+       "test.toml:9: key 'fault.lba_count' must be an integer in [1, 1152921504606846976] "
+       "logical blocks (media_error only), got 0"},
+      // 1 GiB of 512-byte blocks: 2097152 blocks.
+      {"[[fault]]\nkind = \"media_error\"\nlba_start = 2097150\nlba_count = 3\n",
+       "test.toml:8: key 'fault.lba_start' + 'fault.lba_count' (2097150 + 3) ends past the "
+       "device's 2097152 logical blocks of 512 bytes"},
   };
   for (const Case& c : cases) {
     std::string error;
@@ -198,6 +212,124 @@ TEST(FaultsTest, CApiSetsTheOriginAndReportsTheFaults) {
   EXPECT_EQ(j["faults"][0]["requests"], 1);
   EXPECT_EQ(j["service_ns"]["read"]["max"], 2000000);  // the stalled read's service time
   devmodel_close(m);
+}
+
+TEST(FaultsTest, MediaErrorFailsReadsThatTouchTheRangeAfterTheRetryTime) {
+  // Blocks [100, 108) of 512 bytes: bytes [51200, 55296).
+  auto d = Load(FixedProfile(
+      "[[fault]]\nkind = \"media_error\"\nlba_start = 100\nlba_count = 8\nretry_ms = 2\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(5 * kMs);
+  auto at = [](std::uint64_t offset, std::uint64_t length, Op op = Op::kRead) {
+    Request r;
+    r.op = op;
+    r.offset_bytes = offset;
+    r.length_bytes = length;
+    return r;
+  };
+  // Before the origin: no fault.
+  Completion c = d->Submit(at(51200, 4096), kMs);
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.deadline_ns, kMs + kLatencyNs);
+  const TimeNs t = 6 * kMs;
+  // Inside, overlapping the start, overlapping the end: fail after 2 ms.
+  for (auto r : {at(51200, 4096), at(51200 - 512, 1024), at(55296 - 512, 4096)}) {
+    c = d->Submit(r, t);
+    EXPECT_EQ(c.status, Status::kMediaError) << r.offset_bytes;
+    EXPECT_EQ(c.deadline_ns, t + kLatencyNs + 2 * kMs);
+  }
+  // Just before and just after the range, a write, a flush: succeed.
+  for (auto r : {at(51200 - 4096, 4096), at(55296, 4096), at(51200, 4096, Op::kWrite),
+                 at(0, 0, Op::kFlush)}) {
+    c = d->Submit(r, t);
+    EXPECT_EQ(c.status, Status::kOk) << r.offset_bytes;
+    EXPECT_EQ(c.deadline_ns, t + kLatencyNs);
+  }
+  // No duration_ms: to the end of the run.
+  EXPECT_EQ(d->Submit(at(51200, 512), 1000000 * kMs).status, Status::kMediaError);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["kind"], "media_error");
+  EXPECT_EQ(j["faults"][0]["requests"], 4);
+  EXPECT_EQ(j["faults"][0]["lba_start"], 100);
+  EXPECT_EQ(j["faults"][0]["lba_count"], 8);
+  EXPECT_EQ(j["faults"][0]["retry_ns"], 2 * kMs);
+  EXPECT_EQ(j["faults"][0]["writes"], false);
+  EXPECT_EQ(j["faults"][0]["start_ns"], 5 * kMs);
+  EXPECT_TRUE(j["faults"][0]["end_ns"].is_null());
+}
+
+TEST(FaultsTest, MediaErrorInAWindowFailsWritesWhenAsked) {
+  auto d = Load(FixedProfile(
+      "[[fault]]\nkind = \"media_error\"\nat_ms = 1\nduration_ms = 2\nlba_start = 0\n"
+      "lba_count = 1\nwrites = true\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  Request w;
+  w.op = Op::kWrite;
+  w.length_bytes = 4096;
+  EXPECT_EQ(d->Submit(w, kMs - 1).status, Status::kOk);
+  EXPECT_EQ(d->Submit(w, kMs).status, Status::kMediaError);
+  EXPECT_EQ(d->Submit(w, 3 * kMs - 1).status, Status::kMediaError);
+  EXPECT_EQ(d->Submit(w, 3 * kMs).status, Status::kOk);
+}
+
+TEST(FaultsTest, CApiResultCarriesTheMediaErrorAndTheOldCallsStillWork) {
+  char path[] = "/tmp/devmodel-faults-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = FixedProfile(
+      "[[fault]]\nkind = \"media_error\"\nlba_start = 8\nlba_count = 8\nretry_ms = 1\n");
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  char* err = nullptr;
+  devmodel_t* m = devmodel_open(path, 1, &err);
+  unlink(path);
+  ASSERT_NE(m, nullptr) << err;
+  devmodel_set_origin(m, 0);
+  devmodel_request r = {DEVMODEL_OP_READ, 0, 4096, 4096, 1};
+  devmodel_result res;
+  devmodel_submit_result(m, &r, 1000, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_MEDIA_ERROR));
+  EXPECT_EQ(res.final, 1);
+  EXPECT_EQ(res.deadline_ns, 1000 + kLatencyNs + kMs);
+  r.offset_bytes = 0;
+  r.tag = 2;
+  devmodel_submit_result(m, &r, 2000, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_OK));
+  // The old call: the same deadline, no status.
+  r.offset_bytes = 4096;
+  r.tag = 3;
+  devmodel_completion c;
+  devmodel_submit(m, &r, 3000, &c, &err);
+  EXPECT_EQ(c.deadline_ns, 3000 + kLatencyNs + kMs);
+  // An unknown tag polled: {now, final, OK}.
+  devmodel_poll_result(m, 99, 5000, &res, &err);
+  EXPECT_EQ(res.deadline_ns, 5000u);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_OK));
+  EXPECT_EQ(err, nullptr);
+  char* json = devmodel_counters_json(m, &err);
+  const auto j = nlohmann::json::parse(json);
+  devmodel_free(json);
+  EXPECT_EQ(j["media_errors"]["read"], 2);
+  EXPECT_EQ(j["media_errors"]["write"], 0);
+  EXPECT_EQ(j["faults"][0]["requests"], 2);
+  devmodel_close(m);
+}
+
+TEST(FaultsTest, HddMediaErrorIsReportedOnThePolledFinalDeadline) {
+  std::string error;
+  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
+  Fault f;
+  f.kind = FaultKind::kMediaError;
+  f.duration_ns = kForever;
+  f.lba_start = 0;
+  f.lba_count = 1;
+  FaultyDevice d(LoadProfile(path, 3, &error), FaultSchedule({f}));
+  d.SetOrigin(0);
+  Request r;
+  r.length_bytes = 4096;
+  r.tag = 7;
+  Completion c = d.Submit(r, 0);
+  while (!c.final) c = d.Poll(7, c.deadline_ns);
+  EXPECT_EQ(c.status, Status::kMediaError);
 }
 
 TEST(FaultsTest, CApiCountersCarryTheOriginWithoutFaults) {

@@ -244,15 +244,23 @@ std::vector<Key> CloudKeys() {
 std::vector<Key> FaultKeys() {
   using C = Fault;
   Key kind = MakeKey("kind", Key::Type::kChoice);
-  kind.choices = {"stall", "slow"};
+  kind.choices = {"stall", "slow", "media_error"};
   kind.set_choice = [](void* c, const std::string& v) {
-    static_cast<C*>(c)->kind = v == "stall" ? FaultKind::kStall : FaultKind::kSlow;
+    static_cast<C*>(c)->kind = v == "stall"  ? FaultKind::kStall
+                               : v == "slow" ? FaultKind::kSlow
+                                             : FaultKind::kMediaError;
   };
   return {
       kind,
       Scaled("at_ms", &C::at_ns, 0, 1e9, 1e6, "ms after the origin"),
-      Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6, "ms (> 0)"),
+      Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6,
+             "ms (> 0; media_error: absent = to the end of the run)"),
       Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6, "x service time (> 1; slow only)"),
+      Int("lba_start", &C::lba_start, 0, 0x1p60, "logical blocks (media_error only)"),
+      Int("lba_count", &C::lba_count, 1, 0x1p60, "logical blocks (media_error only)"),
+      Scaled("retry_ms", &C::retry_ns, 0, 1e6, 1e6,
+             "ms the drive retries before it reports the error (media_error only)"),
+      Bool("writes", &C::writes),
   };
 }
 
@@ -562,14 +570,35 @@ class Loader {
       device = NewCloudVolume(cloud, std::move(device), seed ^ 0x636c6f7564ull, &why);
     }
     if (device == nullptr) *error_ = name_ + ":" + LineOfFirstKeyIn(why) + " " + why;
+    if (device != nullptr && !CheckFaultRanges(faults, *device)) return nullptr;
     if (device != nullptr && !faults.empty()) {
       device = std::make_unique<FaultyDevice>(std::move(device), FaultSchedule(std::move(faults)));
     }
     return device;
   }
 
-  // Every [[fault]] table: kind and duration_ms required, factor on "slow"
-  // only (and then required).
+  // Every media_error range lies on the device: [lba_start, lba_start +
+  // lba_count) within its capacity in logical blocks.
+  bool CheckFaultRanges(const std::vector<Fault>& faults, const Device& device) {
+    const std::uint64_t blocks = device.capacity_bytes() / device.logical_block_bytes();
+    for (std::size_t i = 0; i < faults.size(); ++i) {
+      const Fault& f = faults[i];
+      if (f.kind != FaultKind::kMediaError) continue;
+      if (f.lba_start >= blocks || f.lba_count > blocks - f.lba_start) {
+        return Fail(fault_tables_[i].at("lba_start"),
+                    "key 'fault.lba_start' + 'fault.lba_count' (" + std::to_string(f.lba_start) +
+                        " + " + std::to_string(f.lba_count) + ") ends past the device's " +
+                        std::to_string(blocks) + " logical blocks of " +
+                        std::to_string(device.logical_block_bytes()) + " bytes");
+      }
+    }
+    return true;
+  }
+
+  // Every [[fault]] table: kind required; duration_ms required but on
+  // "media_error" (absent: to the end of the run); factor on "slow" only (and
+  // then required); lba_start, lba_count (required), retry_ms and writes on
+  // "media_error" only.
   bool ParseFaults(const toml::value& list, std::vector<Fault>* faults) {
     if (!list.is_array()) {
       return Fail(list, "'fault' must be an array of tables ([[fault]])");
@@ -583,9 +612,27 @@ class Loader {
       f.factor_ppm = 0;
       if (!ApplyTable(table, "fault", "[[fault]]", FaultKeys(), &f)) return false;
       if (!table.contains("kind")) {
-        return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\")");
+        return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\" \"media_error\")");
       }
-      if (!table.contains("duration_ms") || f.duration_ns == 0) {
+      const bool media = f.kind == FaultKind::kMediaError;
+      for (const char* key : {"lba_start", "lba_count", "retry_ms", "writes"}) {
+        if (!media && table.contains(key)) {
+          return Fail(table.at(key),
+                      std::string("key 'fault.") + key + "' is for kind \"media_error\" only");
+        }
+      }
+      if (media && !table.contains("lba_count")) {
+        return Fail(table, "missing key 'fault.lba_count' (blocks that fail, from lba_start)");
+      }
+      if (media && !table.contains("lba_start")) {
+        return Fail(table, "missing key 'fault.lba_start' (the first block that fails)");
+      }
+      if (media && table.contains("factor")) {
+        return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
+      }
+      if (media && !table.contains("duration_ms")) {
+        f.duration_ns = kForever;
+      } else if (!table.contains("duration_ms") || f.duration_ns == 0) {
         return Fail(table.contains("duration_ms") ? table.at("duration_ms") : table,
                     "key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)");
       }
@@ -597,8 +644,9 @@ class Loader {
                     "key 'fault.factor' must be > 1 on a \"slow\" fault (service times "
                     "multiplied by it)");
       }
-      if (f.kind == FaultKind::kStall) f.factor_ppm = 1000000;
+      if (f.kind != FaultKind::kSlow) f.factor_ppm = 1000000;
       faults->push_back(f);
+      fault_tables_.push_back(table);
     }
     return true;
   }
@@ -641,6 +689,7 @@ class Loader {
   std::string backing_;
   std::string model_;
   std::vector<std::pair<std::string, std::size_t>> key_lines_;  // every key applied
+  std::vector<toml::value> fault_tables_;  // the [[fault]] tables, as faults were parsed
 };
 
 }  // namespace

@@ -291,6 +291,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
     # A guest that logged a kernel WARNING or BUG may have run on corrupted
     # state even if its workload finished: say so on the cell.
     result.guest["kernel_warnings"] = kernel_warnings(console)
+    # What the kernel said about a failing device (a media_error fault's
+    # I/O errors; timeouts and resets): its lines, in order.
+    result.guest["kernel_errors"] = device_faults.kernel_error_lines(console)
 
     result.error = _failure(cell, result, data, vm_error, console)
     result.status = "failed" if result.error else "ok"

@@ -2,8 +2,10 @@
 
 A fault makes one device's model misbehave for a window of virtual time
 after the workload starts: "stall" completes nothing in the window (then
-drains), "slow" multiplies the service time of requests submitted in it.
-Every request still completes successfully. The library does the timing
+drains), "slow" multiplies the service time of requests submitted in it,
+"media_error" fails reads (and writes, if asked) of an LBA range with the
+protocol's unrecovered-read-error status (NVMe only so far), in the window
+or to the end of the run. The library does the timing
 (devmodel/include/devmodel/faults.h): the harness validates the tables,
 appends them to the profile QEMU reads for that device, and reads back from
 the model's counters which faults fired and when.
@@ -19,12 +21,25 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("stall", "slow")
+KINDS = ("stall", "slow", "media_error")
+# The device kinds whose front end reports each kind that needs one: a
+# media error is a status the protocol has to carry (qemu-patches/0053).
+FRONT_ENDS = {"media_error": ("nvme",)}
 MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
+MAX_RETRY_MS = 1e6
 MAX_FACTOR = 1e6
 _TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|m|h)?$")
 _MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
-_KEYS = ("device", "kind", "at_ms", "duration_ms", "factor")
+_KEYS = ("device", "kind", "at_ms", "duration_ms", "factor", "lba_start", "lba_count",
+         "retry_ms", "writes")
+_MEDIA_KEYS = ("lba_start", "lba_count", "retry_ms", "writes")
+# Kernel log lines about a failing device: the block layer's and the
+# drivers' error, timeout, abort and reset lines (print_req_error(),
+# nvme_log_error(), nvme_timeout(), ata_eh_*), as the console shows them.
+_KERNEL_ERROR = re.compile(
+    r"I/O error|medium error|\(sct 0x[0-9a-f]+ / sc 0x|critical target error|"
+    r"Buffer I/O error|timeout, abort|timeout, reset|resetting controller|"
+    r"\bfailed command\b|\bUNC\b|exception Emask", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,18 +47,35 @@ class DeviceFault:
     device: str  # a [[device]] name
     kind: str  # one of KINDS
     at_ms: float  # ms of virtual time after the workload starts
-    duration_ms: float  # > 0
+    duration_ms: float | None  # > 0; None (media_error only): to the end of the run
     factor: float | None = None  # slow only: > 1
+    # media_error only: the logical blocks that fail, the drive's own retry
+    # time before it reports the error, and whether writes fail too.
+    lba_start: int | None = None
+    lba_count: int | None = None
+    retry_ms: float | None = None
+    writes: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        j = asdict(self)
+        for key in _MEDIA_KEYS:  # a stall or slow fault's record stays as it was
+            if j[key] is None:
+                del j[key]
+        return j
 
     def profile_table(self) -> str:
         """The [[fault]] table the library reads (devmodel/profiles/README.md)."""
-        lines = ["[[fault]]", f'kind = "{self.kind}"', f"at_ms = {float(self.at_ms)!r}",
-                 f"duration_ms = {float(self.duration_ms)!r}"]
+        lines = ["[[fault]]", f'kind = "{self.kind}"', f"at_ms = {float(self.at_ms)!r}"]
+        if self.duration_ms is not None:
+            lines.append(f"duration_ms = {float(self.duration_ms)!r}")
         if self.factor is not None:
             lines.append(f"factor = {float(self.factor)!r}")
+        if self.lba_start is not None:
+            lines += [f"lba_start = {int(self.lba_start)}", f"lba_count = {int(self.lba_count)}"]
+        if self.retry_ms is not None:
+            lines.append(f"retry_ms = {float(self.retry_ms)!r}")
+        if self.writes is not None:
+            lines.append(f"writes = {'true' if self.writes else 'false'}")
         return "\n".join(lines) + "\n"
 
 
@@ -111,18 +143,31 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
             raise r.error("device", f"device '{name}' has no profile: faults are timed by the "
                           "device model")
         kind = r.choice("kind", KINDS, required=True)
-        at_ms = r.get("at_ms", (int, float), required=True)
+        device = by_name[name][1]
+        if kind in FRONT_ENDS and device.kind not in FRONT_ENDS[kind]:
+            raise r.error("kind", f"'{kind}' needs the front end to report it in its protocol; "
+                          f"only {', '.join(FRONT_ENDS[kind])} does so far, device '{name}' is "
+                          f"{device.kind}")
+        if kind != "media_error":
+            for key in _MEDIA_KEYS:
+                if key in table:
+                    raise r.error(key, 'applies to kind "media_error" only')
+        # A media error from the workload's start to its end needs no window.
+        at_ms = r.get("at_ms", (int, float), 0, required=kind != "media_error")
         if not 0 <= at_ms <= MAX_MS:
             raise r.error("at_ms", f"must be between 0 and {MAX_MS:.0f} (ms after the "
                           f"workload starts), got {at_ms}")
-        duration_ms = r.get("duration_ms", (int, float), required=True)
-        if not 0 < duration_ms <= MAX_MS:
+        duration_ms = r.get("duration_ms", (int, float), required=kind != "media_error")
+        if duration_ms is not None and not 0 < duration_ms <= MAX_MS:
             raise r.error("duration_ms", f"must be above 0 and at most {MAX_MS:.0f} (ms), "
                           f"got {duration_ms}")
         factor = r.get("factor", (int, float), None)
         if kind == "stall" and factor is not None:
             raise r.error("factor", "applies to kind \"slow\" only (a stall completes nothing "
                           "in its window)")
+        if kind == "media_error" and factor is not None:
+            raise r.error("factor", "applies to kind \"slow\" only (a media error fails "
+                          "requests at the model's time plus retry_ms)")
         if kind == "slow":
             if factor is None:
                 raise r.error("factor", "is required for kind \"slow\" (service times are "
@@ -130,6 +175,9 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
             if not 1 < factor <= MAX_FACTOR:
                 raise r.error("factor", f"must be above 1 and at most {MAX_FACTOR:.0f}, got "
                               f"{factor}")
+        media: dict[str, Any] = {}
+        if kind == "media_error":
+            media = _media_keys(r, device)
         if mode != "deterministic":
             raise r.error(None, f"faults need deterministic mode ({mode_why} is {mode}): their "
                           "windows count from the guest's own instruction at the workload's "
@@ -139,13 +187,49 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         if length is None:
             raise r.error(None, f"the run's length is not known, so the window cannot be "
                           f"checked: {why} (give every [[job]] a runtime)")
-        if at_ms + duration_ms > length:
+        if duration_ms is None and at_ms >= length:
+            raise r.error("at_ms", f"the fault starts at {at_ms:g} ms, past the run: the "
+                          f"longest job's startdelay + runtime is {length:g} ms")
+        if duration_ms is not None and at_ms + duration_ms > length:
             raise r.error("duration_ms", f"the window [{at_ms:g}, {at_ms + duration_ms:g}) ms "
                           f"ends past the run: the longest job's startdelay + runtime is "
                           f"{length:g} ms")
-        faults.append(DeviceFault(name, kind, float(at_ms), float(duration_ms),
-                                  None if factor is None else float(factor)))
+        faults.append(DeviceFault(name, kind, float(at_ms),
+                                  None if duration_ms is None else float(duration_ms),
+                                  None if factor is None else float(factor), **media))
     return tuple(faults)
+
+
+def _media_keys(r, device) -> dict[str, Any]:
+    """lba_start and lba_count (required; the range inside the device as
+    the guest sees it), retry_ms and writes of a media_error fault."""
+    lba_start = r.get("lba_start", int, required=True)
+    lba_count = r.get("lba_count", int, required=True)
+    block = device.profile.logical_block_bytes
+    blocks = device.size_bytes // block
+    if lba_start < 0:
+        raise r.error("lba_start", f"must be 0 or more (a logical block), got {lba_start}")
+    if lba_count <= 0:
+        raise r.error("lba_count", f"must be above 0 (logical blocks), got {lba_count}")
+    if lba_start + lba_count > blocks:
+        raise r.error("lba_count", f"the range [{lba_start}, {lba_start + lba_count}) ends "
+                      f"past device '{device.name}': {blocks} logical blocks of {block} bytes")
+    retry_ms = r.get("retry_ms", (int, float), None)
+    if retry_ms is not None and not 0 <= retry_ms <= MAX_RETRY_MS:
+        raise r.error("retry_ms", f"must be between 0 and {MAX_RETRY_MS:.0f} (ms the drive "
+                      f"retries before it reports the error), got {retry_ms}")
+    writes = r.get("writes", bool, None)
+    return {"lba_start": lba_start, "lba_count": lba_count,
+            "retry_ms": None if retry_ms is None else float(retry_ms), "writes": writes}
+
+
+def kernel_error_lines(console: str) -> list[str]:
+    """The guest kernel's log lines about a failing device (I/O errors,
+    medium errors, timeouts, aborts, resets), without their timestamps, in
+    order. The kernel rate-limits some (print_req_error(): 10 per 5 s), so
+    they are what it said, not a count of the failed requests."""
+    return [line.split("] ", 1)[-1].strip() for line in console.splitlines()
+            if line.startswith("[") and _KERNEL_ERROR.search(line)]
 
 
 def fired(asked: list[DeviceFault] | tuple[DeviceFault, ...],

@@ -140,11 +140,18 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     # The device's [[fault]] windows (the same in every cell of the device),
     # from the workload's start as the series are.
     asked = next((c["request"].get("faults") for c in cells if c["request"].get("faults")), [])
+    colours = {"stall": "0.3", "slow": "tab:orange", "media_error": "tab:red"}
     for k, f in enumerate(asked):
-        colour = "0.3" if f["kind"] == "stall" else "tab:orange"
         label = f["kind"] + (f" x{f['factor']:g}" if f.get("factor") else "")
+        if f.get("lba_start") is not None:
+            label += f" LBA {f['lba_start']}+{f['lba_count']}"
         for ax in (ax_iops, ax_p99):
-            ax.axvspan(f["at_ms"] / 1e3, (f["at_ms"] + f["duration_ms"]) / 1e3, color=colour,
+            start = f["at_ms"] / 1e3
+            if f["duration_ms"] is None:  # to the end of the run
+                ax.axvline(start, color=colours[f["kind"]], alpha=0.5,
+                           label=f"fault: {label} (to the end)" if ax is ax_iops else None)
+                continue
+            ax.axvspan(start, (f["at_ms"] + f["duration_ms"]) / 1e3, color=colours[f["kind"]],
                        alpha=0.15, label=f"fault: {label}" if ax is ax_iops else None)
     ax_iops.set_ylabel("IOPS")
     ax_iops.set_title(f"{device}: IOPS and p99 per interval (first repeat of each group)")
@@ -220,7 +227,7 @@ only knowing that.</p><ul>
 {% endfor %}</table>
 {% if d.counters_zero %}<p class="note">Zero in every cell: {{ d.counters_zero|join(", ") }}.</p>{% endif %}{% endif %}
 {% if d.faults %}<h3>Device faults</h3>
-<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved (docs/faults.md).</p>
+<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved, or failed for a media error (docs/faults.md).</p>
 <table class="faults"><tr><th class="l">cell</th><th class="l">kind</th><th>at (ms)</th><th>duration (ms)</th><th>factor</th><th>start (ns)</th><th>end (ns)</th><th>requests</th><th class="l">fired</th></tr>
 {% for f in d.faults %}<tr><td class="l">{{ f.cell_id }}</td><td class="l">{{ f.kind }}</td><td>{{ f.at_ms }}</td><td>{{ f.duration_ms }}</td><td>{{ f.factor }}</td><td>{{ f.start_ns }}</td><td>{{ f.end_ns }}</td><td>{{ f.requests }}</td><td class="l">{{ f.fired }}</td></tr>
 {% endfor %}</table>{% endif %}
@@ -432,7 +439,9 @@ def fault_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for k, asked in enumerate(c["request"].get("faults") or []):
             f = fired[k] if fired and k < len(fired) else {}
             rows.append({"cell_id": c["cell_id"], "kind": asked["kind"],
-                         "at_ms": f"{asked['at_ms']:g}", "duration_ms": f"{asked['duration_ms']:g}",
+                         "at_ms": f"{asked['at_ms']:g}",
+                         "duration_ms": "to the end" if asked["duration_ms"] is None
+                         else f"{asked['duration_ms']:g}",
                          "factor": "-" if asked.get("factor") is None else f"{asked['factor']:g}",
                          "start_ns": _fmt_int(f.get("start_ns")),
                          "end_ns": _fmt_int(f.get("end_ns")),

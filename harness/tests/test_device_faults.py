@@ -62,6 +62,43 @@ def test_faults_reach_their_device_profile_only(tmp_path):
                    capture_output=True)
 
 
+def test_a_media_error_reaches_the_profile_with_its_range(tmp_path):
+    text = SCENARIO.split("[[fault]]")[0] + (
+        '[[fault]]\ndevice = "d1"\nkind = "media_error"\nlba_start = 2048\nlba_count = 16\n'
+        'retry_ms = 1.5\n')
+    s = load(tmp_path, text)
+    (f,) = s.faults
+    assert f == DeviceFault("d1", "media_error", 0.0, None, None, 2048, 16, 1.5, None)
+    assert f.to_json() == {"device": "d1", "kind": "media_error", "at_ms": 0.0,
+                           "duration_ms": None, "factor": None, "lba_start": 2048,
+                           "lba_count": 16, "retry_ms": 1.5}
+    # A stall's record keeps the keys it always had.
+    assert set(DeviceFault("d0", "stall", 1.0, 2.0).to_json()) == {
+        "device", "kind", "at_ms", "duration_ms", "factor"}
+    d1 = s.devices[1]
+    assert d1.profile.text.endswith('[[fault]]\nkind = "media_error"\nat_ms = 0.0\n'
+                                    'lba_start = 2048\nlba_count = 16\nretry_ms = 1.5\n')
+    path = tmp_path / "profile.toml"
+    path.write_text(d1.profile.text)
+    subprocess.run([str(paths.devmodel_info()), "--check", str(path)], check=True,
+                   capture_output=True)
+
+
+def test_kernel_error_lines_are_picked_from_the_console():
+    console = (
+        "[    1.000000] nvme nvme0: pci function 0000:00:04.0\n"
+        "[    5.100000] nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error "
+        "(sct 0x2 / sc 0x81) DNR \n"
+        "[    5.200000] Yama: disabled by default; enable with sysctl kernel.yama.*\n"
+        "[    5.100001] critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) "
+        "flags 0x4800 phys_seg 1 prio class 2\n"
+        "blkgen: io_u error on file /dev/nvme0n1: Input/output error\n")
+    assert device_faults.kernel_error_lines(console) == [
+        "nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error (sct 0x2 / sc 0x81) DNR",
+        "critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x4800 phys_seg 1 "
+        "prio class 2"]
+
+
 def test_the_run_length_counts_startdelay(tmp_path):
     # 20 ms + 300 ms: a window ending at 320 ms fits, one past it does not.
     text = SCENARIO.replace("duration_ms = 100.5", "duration_ms = 120")

@@ -13,6 +13,23 @@ drive without faults.
 - The same scenario run again with every host core busy gives the same
   bytes (test_determinism.py's comparison).
 
+A media error on blocks [800, 808) of another NVMe drive of the same
+model, for the whole run, under fio reading 4 KiB blocks in order over
+its first MiB again and again for 100 ms (continue_on_error, so the
+reader goes on), with what the kernel source says the guest sees:
+
+- the drive completes each read of block 800 with Unrecovered Read Error,
+  Do Not Retry (qemu-patches/0053), so the kernel does not retry it
+  (nvme_decide_disposition()) and fio counts one error per read that
+  touched the range: one per pass over the MiB (block 100 of 256 4 KiB
+  blocks), exactly the reads the model failed;
+- BLK_STS_MEDIUM reaches fio as ENODATA (blk_errors[] in block/blk-core.c);
+- nvme_log_error() logs "@ LBA 800, 8 blocks, ... (sct 0x2 / sc 0x81) DNR"
+  and blk_print_req_error() "critical medium error, dev nvme0n1, sector
+  800", each rate-limited to 10 lines per 5 s (DEFAULT_RATELIMIT_BURST);
+- every other read succeeds.
+The same once under blkgen (continue_on_error, no ignore_error needed).
+
 The windows count from the guest's own mark at the workload's start
 (blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
 
@@ -133,3 +150,82 @@ def test_manifest_and_cells_record_the_faults_asked(twice):
     assert cells["plain.none.r0"]["request"]["faults"] == []
     report = (dirs[0] / "report.html").read_text()
     assert "<h3>Device faults</h3>" in report
+
+
+MEDIA_LBA, MEDIA_BLOCKS = 800, 8  # 512-byte blocks: the 4 KiB block at 400 KiB
+MEDIA_PASS_BLOCKS = 256  # fio's size = "1m" of 4 KiB blocks
+RATELIMIT_BURST = 10  # include/linux/ratelimit_types.h, per call site, per 5 s
+ENODATA = 61
+
+MEDIA_SCENARIO = (
+    '[scenario]\nname = "media-error"\nmode = "deterministic"\ntimeout_s = 600\n'
+    'schedulers = ["none"]\nworkload = "fio"\n[guest]\nvcpus = 1\nmemory_mib = 512\n'
+    + device("bad", "nvme", "fixed-10us", size_gib=1)
+    + '\n[[job]]\nname = "r"\nrw = "read"\nbs = "4k"\nsize = "1m"\niodepth = 1\n'
+    'ioengine = "io_uring"\ndirect = true\nruntime = "100ms"\ntime_based = true\n'
+    # fio's lists: read errors, then write errors; ENODATA by its number.
+    f'continue_on_error = "read"\nignore_error = "EIO:{ENODATA}"\n'
+    f'\n[[fault]]\ndevice = "bad"\nkind = "media_error"\nlba_start = {MEDIA_LBA}\n'
+    f"lba_count = {MEDIA_BLOCKS}\n")
+
+
+@pytest.fixture(scope="module")
+def media_twice(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("media-error")
+    s = tmp / "media-error.toml"
+    s.write_text(MEDIA_SCENARIO)
+    idle = run(s, tmp / "idle")
+    with cpu_hog():
+        busy = run(s, tmp / "busy")
+    return (idle, busy), (tmp / "idle", tmp / "busy")
+
+
+def check_media_error_cell(c: dict, failed_is_an_io: bool) -> None:
+    """The cell of MEDIA_SCENARIO (or its blkgen twin) against the kernel's
+    behaviour. fio counts a failed read among its I/Os, blkgen does not."""
+    assert c["status"] == "ok", c["error"]
+    (job_,) = c["workload"]["jobs"]
+    errors = job_["total_err"]
+    issued = job_["read"]["total_ios"] + (0 if failed_is_an_io else errors)
+    # One read of block 100 per pass over the 256 blocks, passes started.
+    touched = (issued - 1 - MEDIA_LBA // 8) // MEDIA_PASS_BLOCKS + 1
+    assert touched > 1
+    assert errors == touched and job_["first_error"] == ENODATA
+    # Exactly the reads the model failed: none retried (DNR), no write.
+    assert c["devmodel"]["media_errors"] == {"read": touched, "write": 0}
+    (f,) = c["faults"]
+    assert f["kind"] == "media_error" and f["requests"] == touched and f["fired"]
+    assert f["lba_start"] == MEDIA_LBA and f["lba_count"] == MEDIA_BLOCKS
+    assert f["start_ns"] == f["origin_ns"] and f["end_ns"] is None
+    # Every other read succeeded, with its data.
+    assert job_["read"]["io_bytes"] == (issued - touched) * 4096
+    # The kernel's lines, rate-limited, about that sector only.
+    lines = c["guest"]["kernel_errors"]
+    logged = min(touched, RATELIMIT_BURST)
+    nvme = [x for x in lines if "(sct 0x2 / sc 0x81)" in x]
+    block = [x for x in lines if x.startswith("critical medium error, dev nvme0n1, ")]
+    assert len(nvme) == len(block) == logged and len(lines) == 2 * logged, lines
+    assert all(f"@ LBA {MEDIA_LBA}, {MEDIA_BLOCKS} blocks," in x and x.endswith("DNR")
+               for x in nvme), nvme
+    assert all(f" sector {MEDIA_LBA} op 0x0:(READ) " in x for x in block), block
+
+
+def test_media_error_fails_each_read_of_the_range_and_the_kernel_says_so(media_twice):
+    (cells, _), _ = media_twice
+    check_media_error_cell(cells["bad.none.r0"], failed_is_an_io=True)
+
+
+def test_media_error_under_blkgen(built, tmp_path):
+    """The same under blkgen, whose continue_on_error goes on past any
+    errno (it has no ignore_error)."""
+    text = MEDIA_SCENARIO.replace('workload = "fio"', 'workload = "blkgen"').replace(
+        f'ignore_error = "EIO:{ENODATA}"\n', "")
+    s = tmp_path / "media-error-blkgen.toml"
+    s.write_text(text)
+    cells = run(s, tmp_path / "blkgen")
+    check_media_error_cell(cells["bad.none.r0"], failed_is_an_io=False)
+
+
+def test_media_error_same_bytes_on_a_busy_host(media_twice):
+    (idle, busy), dirs = media_twice
+    assert_same_cells(idle, busy, dirs)

@@ -35,6 +35,10 @@ struct Request {
   std::uint64_t tag = 0;
 };
 
+// How a request ends. A front end reports kMediaError with its protocol's
+// unrecovered-read-error status (NVMe: SCT 2h / SC 81h on a read).
+enum class Status : std::uint8_t { kOk = 0, kMediaError = 1 };
+
 struct Completion {
   TimeNs deadline_ns = 0;  // absolute virtual time
   // true: the request completes at deadline_ns. false: deadline_ns is the time
@@ -42,6 +46,7 @@ struct Completion {
   // command by shortest positioning time); the caller calls Poll(tag, now) at
   // that time and gets either the final deadline or another poll time.
   bool final = true;
+  Status status = Status::kOk;  // meaningful once final
 };
 
 class Device {

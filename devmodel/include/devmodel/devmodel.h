@@ -30,6 +30,11 @@
  *    arm a timer at c.deadline_ns;
  *    when it fires: if (!c.final) devmodel_poll(m, req.tag, now, &c, &err)
  *                   and re-arm at c.deadline_ns; else complete the request.
+ *  A front end that reports errors uses devmodel_submit_result and
+ *  devmodel_poll_result instead: the same protocol, and a final result
+ *  carries the status the request ends with (DEVMODEL_STATUS_*; a profile's
+ *  media_error fault fails reads of an LBA range). devmodel_submit and
+ *  devmodel_poll drop the status: every request then succeeds.
  *  Deadlines are final for SSD, cloud and zero profiles and for HDD profiles
  *  with queue_policy = "fifo"; an HDD with "sptf" decides which queued command
  *  runs next only when the mechanism frees, so its deadlines may start as
@@ -68,6 +73,19 @@ typedef struct devmodel_completion {
   int final;            /* 1: complete at deadline_ns; 0: poll at deadline_ns */
 } devmodel_completion;
 
+enum {
+  DEVMODEL_STATUS_OK = 0,
+  /* Unrecovered media error: NVMe SCT 2h / SC 81h (Unrecovered Read Error)
+   * on a read, SC 80h (Write Fault) on a write; ATA ERR with UNC. */
+  DEVMODEL_STATUS_MEDIA_ERROR = 1
+};
+
+typedef struct devmodel_result {
+  uint64_t deadline_ns; /* absolute QEMU_CLOCK_VIRTUAL time */
+  int32_t final;        /* 1: complete at deadline_ns; 0: poll at deadline_ns */
+  uint32_t status;      /* DEVMODEL_STATUS_*, once final (else OK) */
+} devmodel_result;
+
 /* Library version, e.g. "0.1.0". Static storage; do not free. */
 const char* devmodel_version(void);
 
@@ -93,7 +111,7 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model);
 int devmodel_deadlines_final(const devmodel_t* model);
 
 /* Sets the origin of the profile's fault schedule (its top-level [[fault]]
- * tables: stall and slow windows, at_ms after the origin; see
+ * tables: stall, slow and media_error windows, at_ms after the origin; see
  * devmodel/faults.h) to `now_ns`. blklab sets it when the guest's workload
  * starts. Before the first call no fault applies; a later call moves every
  * window. A profile without faults ignores it (the counters still show it as
@@ -113,11 +131,22 @@ void devmodel_submit(devmodel_t* model, const devmodel_request* request, uint64_
 void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_completion* out,
                    char** errptr);
 
+/* devmodel_submit and devmodel_poll with the status of a final result.
+ * A rejected request (as above) gives {now_ns, 1, DEVMODEL_STATUS_OK}. */
+void devmodel_submit_result(devmodel_t* model, const devmodel_request* request, uint64_t now_ns,
+                            devmodel_result* out, char** errptr);
+void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_result* out,
+                          char** errptr);
+
 /* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
  * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...},
  * with "fault_origin_ns" (null until set) and "faults": per [[fault]] of the
  * profile, {"kind","at_ns","duration_ns","start_ns","end_ns" (absolute; null
- * until the origin is set),"factor" (slow only),"requests" (moved by it)}.
+ * until the origin is set; end and duration null for a media error that
+ * lasts to the end),"factor" (slow only),"lba_start","lba_count","retry_ns",
+ * "writes" (media_error only),"requests" (moved or failed by it)}, and
+ * "media_errors": {"read","write"}, requests that ended with
+ * DEVMODEL_STATUS_MEDIA_ERROR.
  * Returns NULL and sets *errptr on failure (out of memory). */
 char* devmodel_counters_json(const devmodel_t* model, char** errptr);
 

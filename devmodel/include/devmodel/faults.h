@@ -1,7 +1,8 @@
 // Faults on a schedule: a wrapper around any Device (SSD, HDD, cloud, zero)
-// that makes it stall or run slow for windows of virtual time, as drives and
-// cloud volumes misbehave in incidents. Every request still completes with
-// success; only its deadline moves. The windows are relative to an origin
+// that makes it stall, run slow or fail reads of an LBA range for windows of
+// virtual time, as drives and cloud volumes misbehave in incidents. A stall
+// or a slow window only moves deadlines; a media error also ends the request
+// with Status::kMediaError. The windows are relative to an origin
 // (the workload's start) that the caller sets; before it is set no fault
 // applies. Thread-safety: as Device (callers serialize every call).
 #ifndef DEVMODEL_FAULTS_H_
@@ -25,7 +26,16 @@ enum class FaultKind : std::uint8_t {
   // [s, e) factor k: a request submitted at t in [s, e) whose model deadline
   // is d completes at t + k * (d - t) (rounded down to a ns).
   kSlow,
+  // [s, e) blocks [lba_start, lba_start + lba_count): a read (a write too
+  // with `writes`) submitted at t in [s, e) that touches a block of the
+  // range ends with Status::kMediaError at its model deadline + retry_ns
+  // (the drive's own retries before it gives up). The model's state is
+  // updated as for a request that succeeded.
+  kMediaError,
 };
+
+// duration_ns of a fault that lasts until the end of the run.
+inline constexpr TimeNs kForever = ~TimeNs{0};
 
 const char* FaultKindName(FaultKind kind);
 
@@ -36,6 +46,12 @@ struct Fault {
   // kSlow only: service time multiplier, > 1. Applied as an integer number
   // of millionths (factor_ppm), so deadlines are exact integers everywhere.
   std::uint64_t factor_ppm = 1000000;
+  // kMediaError only: the range in logical blocks (lba_count > 0), the time
+  // the drive retries before it reports the error, and whether writes fail.
+  std::uint64_t lba_start = 0;
+  std::uint64_t lba_count = 0;
+  TimeNs retry_ns = 0;
+  bool writes = false;
 };
 
 // The faults of one device and what they did.
@@ -54,13 +70,19 @@ class FaultSchedule {
   void SetOrigin(TimeNs origin_ns) { origin_ = origin_ns; }
   std::optional<TimeNs> origin() const { return origin_; }
 
+  // The media-error fault (index into faults()) that fails `r`, submitted
+  // at `submit_ns` on a device of `block_bytes` logical blocks, or -1. The
+  // first such fault in the order given counts it.
+  int MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
+
   // The deadline of a request submitted at `submit_ns` whose model deadline
   // (final) is `deadline_ns`. REQUIRES: submit_ns <= deadline_ns. The result
   // is >= deadline_ns; counts each fault that moved it.
   TimeNs Apply(TimeNs submit_ns, TimeNs deadline_ns);
 
   // {"fault_origin_ns": n|null, "faults": [{"kind", "start_ns", "end_ns",
-  //  "factor", "requests"}]}, merged into `json_object` (a JSON object text).
+  //  "factor", "lba_start", "lba_count", "retry_ns", "writes", "requests"}]}
+  // (end_ns null for a fault that lasts to the end of the run), merged into `json_object` (a JSON object text).
   std::string AddCounters(const std::string& json_object) const;
 
  private:
@@ -96,7 +118,15 @@ class FaultyDevice final : public Device {
  private:
   std::unique_ptr<Device> inner_;
   FaultSchedule schedule_;
-  std::unordered_map<std::uint64_t, TimeNs> submitted_;  // by tag, until final
+  struct Pending {
+    TimeNs submit_ns;
+    int media_error;  // MediaError() at submission
+  };
+  // Applies the schedule to a final completion of a request submitted at
+  // `submit_ns`, failed by fault `media_error` (-1: none).
+  Completion Finish(Completion c, TimeNs submit_ns, int media_error, TimeNs now);
+
+  std::unordered_map<std::uint64_t, Pending> submitted_;  // by tag, until final
 };
 
 }  // namespace devmodel
