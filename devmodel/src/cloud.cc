@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "rng.h"
 
@@ -60,8 +61,24 @@ class CloudVolume final : public Device {
     const Completion inner = backing_->Submit(r, start);
     const auto jitter =
         static_cast<TimeNs>(rng_.Exponential(static_cast<double>(c_.latency_jitter_mean_ns)));
+    if (!inner.final) {  // the network leg is added once the backing's deadline is final
+      network_ns_[r.tag] = c_.latency_floor_ns + jitter;
+      return inner;
+    }
     return {inner.deadline_ns + c_.latency_floor_ns + jitter, true};
   }
+
+  Completion Poll(std::uint64_t tag, TimeNs now) override {
+    const auto it = network_ns_.find(tag);
+    if (it == network_ns_.end()) return {now, true};  // unknown tag
+    Completion c = backing_->Poll(tag, now);
+    if (c.final) {
+      c.deadline_ns += it->second;
+      network_ns_.erase(it);
+    }
+    return c;
+  }
+  bool deadlines_final() const override { return backing_->deadlines_final(); }
 
   std::uint64_t capacity_bytes() const override { return capacity_; }
   std::uint32_t logical_block_bytes() const override { return backing_->logical_block_bytes(); }
@@ -79,7 +96,10 @@ class CloudVolume final : public Device {
     j["backing"] = nlohmann::json::parse(backing_->CountersJson());
     return j.dump();
   }
-  std::uint64_t MemoryBytes() const override { return sizeof(*this) + backing_->MemoryBytes(); }
+  std::uint64_t MemoryBytes() const override {
+    return sizeof(*this) + backing_->MemoryBytes() +
+           network_ns_.size() * (2 * sizeof(std::uint64_t) + 2 * sizeof(void*));
+  }
 
  private:
   double CreditsAt(TimeNs t) const {
@@ -111,6 +131,8 @@ class CloudVolume final : public Device {
   TimeNs credits_time_ns_ = 0;
   std::uint64_t iops_tat_ps_ = 0, bw_tat_ps_ = 0, last_start_ps_ = 0;
   std::uint64_t requests_ = 0, io_units_ = 0, throttled_ns_ = 0;
+  // Per tag whose backing deadline is not final yet: the network time to add.
+  std::unordered_map<std::uint64_t, TimeNs> network_ns_;
 };
 
 }  // namespace
@@ -122,11 +144,6 @@ std::unique_ptr<Device> NewCloudVolume(const CloudConfig& c, std::unique_ptr<Dev
     return nullptr;
   };
   if (backing == nullptr) return fail("cloud: no backing device");
-  if (!backing->deadlines_final()) {
-    return fail(
-        "cloud.backing: the backing device must return final deadlines (set hdd.queue_policy = "
-        "\"fifo\")");
-  }
   const std::uint64_t capacity =
       c.capacity_bytes == 0 ? backing->capacity_bytes() : c.capacity_bytes;
   if (capacity > backing->capacity_bytes() || capacity % backing->logical_block_bytes() != 0) {

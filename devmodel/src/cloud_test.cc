@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "devmodel/ssd.h"
 #include "devmodel/zero.h"
 #include "test_util.h"
 
@@ -145,7 +146,39 @@ TEST(CloudTest, NetworkJitterIsSeededAndAboveTheFloor) {
   EXPECT_TRUE(differs);
 }
 
-TEST(CloudTest, RefusesABackingThatReorders) {
+// An SSD whose reads wait for its host link in ready order returns poll
+// times; the volume passes them on and adds the network leg to the SSD's
+// final deadline.
+TEST(CloudTest, PollsABackingWhoseDeadlinesAreNotFinal) {
+  CloudConfig c = Gp3();
+  c.latency_floor_ns = 500000;
+  SsdConfig s;
+  s.channels = 2;
+  s.dies_per_channel = 1;
+  s.blocks_per_plane = 64;
+  s.pages_per_block = 64;
+  std::string error;
+  auto ssd = NewSsd(s, 1, &error);
+  ASSERT_NE(ssd, nullptr) << error;
+  ASSERT_FALSE(ssd->deadlines_final());
+  auto alone = NewSsd(s, 1, &error);
+  auto vol = NewCloudVolume(c, std::move(ssd), 1, &error);
+  ASSERT_NE(vol, nullptr) << error;
+  EXPECT_FALSE(vol->deadlines_final());
+  Request w;
+  w.op = Op::kWrite;
+  w.length_bytes = 4096;
+  w.tag = 1;
+  vol->Submit(w, 0);
+  alone->Submit(w, 0);
+  Request r = w;
+  r.op = Op::kRead;
+  r.tag = 2;
+  const TimeNs want = testing::RunToFinal(*alone, {{r, kSecond}})[0];
+  EXPECT_EQ(testing::RunToFinal(*vol, {{r, kSecond}})[0], want + c.latency_floor_ns);
+}
+
+TEST(CloudTest, RefusesNoBacking) {
   std::string error;
   EXPECT_EQ(NewCloudVolume(Gp3(), nullptr, 1, &error), nullptr);
   EXPECT_NE(error.find("backing"), std::string::npos);

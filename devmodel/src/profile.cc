@@ -555,6 +555,7 @@ class Loader {
         device = NewSsd(c, seed, &why);
       } else if (std::uint64_t capacity = 0; CheckSsdConfig(c, &capacity, &why)) {
         device = NewZero(ZeroConfig{capacity, c.logical_block_bytes, 0}, &why);
+        stand_in_polls_ = c.host_link_mb_s != 0;  // as SsdModel::deadlines_final()
       }
     } else if (inner == "hdd") {
       HddConfig c;
@@ -652,6 +653,8 @@ class Loader {
   }
 
   const std::string& model() const { return model_; }
+  // With check_only: the device stood in for needs polls (an SSD with a link).
+  bool stand_in_polls() const { return stand_in_polls_; }
 
  private:
   bool Require(const toml::value& root, const std::string& section) {
@@ -688,6 +691,7 @@ class Loader {
   std::string* error_;
   std::string backing_;
   std::string model_;
+  bool stand_in_polls_ = false;
   std::vector<std::pair<std::string, std::size_t>> key_lines_;  // every key applied
   std::vector<toml::value> fault_tables_;  // the [[fault]] tables, as faults were parsed
 };
@@ -750,7 +754,7 @@ bool CheckProfileFromString(const std::string& toml_text, const std::string& nam
       summary->capacity_bytes = device->capacity_bytes();
       summary->logical_block_bytes = device->logical_block_bytes();
       summary->rotation_rate = device->rotation_rate_rpm();
-      summary->deadlines_final = device->deadlines_final();
+      summary->deadlines_final = device->deadlines_final() && !loader.stand_in_polls();
     }
     return true;
   } catch (const std::exception& e) {

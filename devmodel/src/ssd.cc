@@ -325,6 +325,7 @@ SsdModel::Admission SsdModel::AdmitRoundRobin(const Request& r, TimeNs now) {
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
   submit_now_ = now;
+  ServeLinkOut(now);
   if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
   if (slc_programs_ != 0 && now >= last_completion_ + c_.slc_fold_idle_ns) FoldSlc(now);
   const Admission admission = Admit(r, now);
@@ -344,15 +345,58 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
       done = Trim(r, t0);
       break;
   }
+  // The command's end as far as known now: a read queued for the link ends
+  // no earlier than its own transfer after its data is ready.
+  TimeNs end = done;
+  const bool link_queued = r.op == Op::kRead && c_.host_link_mb_s != 0;
+  if (link_queued) {
+    const TimeNs xfer = LinkNs(r.length_bytes);
+    link_out_reads_[r.tag] = {done, link_out_seq_, false};
+    link_out_queue_.push({done, xfer, link_out_seq_++, r.tag});
+    end = done + xfer;
+  }
   if (admission.pipeline == nullptr) {
-    admission.pool->push(done);
+    admission.pool->push(end);
   } else {
     auto& slots = admission.pipeline->slot_free;
-    slots.insert(std::upper_bound(slots.begin(), slots.end(), done), done);
-    if (admission.queue != nullptr) admission.queue->push(done);
+    slots.insert(std::upper_bound(slots.begin(), slots.end(), end), end);
+    if (admission.queue != nullptr) admission.queue->push(end);
   }
-  last_completion_ = std::max(last_completion_, done);
+  last_completion_ = std::max(last_completion_, end);
+  if (link_queued) {
+    ServeLinkOut(now);  // final at once only if its data is ready now
+    const auto it = link_out_reads_.find(r.tag);
+    if (!it->second.served) return {done, false};
+    done = it->second.time;
+    link_out_reads_.erase(it);
+  }
   return {done, true};
+}
+
+void SsdModel::ServeLinkOut(TimeNs now) {
+  while (!link_out_queue_.empty() && link_out_queue_.top().ready <= now) {
+    const LinkOut& t = link_out_queue_.top();
+    link_out_busy_ = std::max(t.ready, link_out_busy_) + t.xfer;
+    const auto it = link_out_reads_.find(t.tag);
+    // A tag reused before its read was polled final keeps the newer read.
+    if (it != link_out_reads_.end() && it->second.seq == t.seq) {
+      it->second = {link_out_busy_, t.seq, true};
+    }
+    last_completion_ = std::max(last_completion_, link_out_busy_);
+    link_out_queue_.pop();
+  }
+}
+
+Completion SsdModel::Poll(std::uint64_t tag, TimeNs now) {
+  const auto it = link_out_reads_.find(tag);
+  if (it == link_out_reads_.end()) return {now, true};  // unknown tag
+  if (!it->second.served) {
+    if (it->second.time > now) return {it->second.time, false};  // data not ready yet
+    ServeLinkOut(now);
+  }
+  const TimeNs end = it->second.time;
+  link_out_reads_.erase(it);
+  return {end, true};
 }
 
 bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
@@ -460,7 +504,7 @@ TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
     page_units = 1;
   }
   if (page_units != 0) done = std::max(done, ReadPage(page_die, page, t0, page_units));
-  return LinkTransfer(&link_out_busy_, done, r.length_bytes);
+  return done;  // data ready in the controller; Submit queues it for the link
 }
 
 TimeNs SsdModel::Write(const Request& r, TimeNs t0) {
@@ -717,6 +761,9 @@ std::uint64_t SsdModel::MemoryBytes() const {
   bytes += die_busy_until_.capacity() * sizeof(TimeNs) + channel_ns_.capacity() * sizeof(TimeNs);
   bytes += plane_read_busy_.capacity() * sizeof(TimeNs);
   bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);
+  bytes +=
+      link_out_queue_.size() * sizeof(LinkOut) +
+      link_out_reads_.size() * (sizeof(std::uint64_t) + sizeof(LinkOutState) + 2 * sizeof(void*));
   for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
     bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
     for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);

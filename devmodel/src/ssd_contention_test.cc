@@ -49,7 +49,7 @@ TimeNs ReadLatencyBehindWrites(Arbitration arbitration, nlohmann::json* counters
   for (int i = 0; i < 256; ++i) {
     ssd->Submit(Rq(Op::kWrite, fresh + i * 65536ull, 65536, /*queue_id=*/1), kSecond);
   }
-  const TimeNs done = ssd->Submit(Rq(Op::kRead, 0, 4096, /*queue_id=*/2), kSecond).deadline_ns;
+  const TimeNs done = testing::Final(*ssd, Rq(Op::kRead, 0, 4096, /*queue_id=*/2), kSecond);
   *counters = Counters(*ssd);
   return done - kSecond;
 }
@@ -156,9 +156,8 @@ TEST(SsdContentionTest, ReadMeetingAProgramPaysSuspendAndTheProgramAlsoResume) {
   const TimeNs now = s.program_start + 100000;  // mid-program
   const std::uint32_t die = s.ssd->DieOfOffset(s.offset);
   const TimeNs read = c.page_read_ns + Xfer(4096, c.channel_mb_s);
-  const TimeNs done = s.ssd->Submit(Rq(Op::kRead, s.offset, 4096), now).deadline_ns;
-  EXPECT_EQ(done - now,
-            c.controller_overhead_ns + c.suspend_latency_ns + read + Xfer(4096, 3200));
+  const TimeNs done = testing::Final(*s.ssd, Rq(Op::kRead, s.offset, 4096), now);
+  EXPECT_EQ(done - now, c.controller_overhead_ns + c.suspend_latency_ns + read + Xfer(4096, 3200));
   EXPECT_EQ(s.ssd->die_busy_until(die),
             s.program_end + c.suspend_latency_ns + read + c.resume_latency_ns);
   EXPECT_EQ(Counters(*s.ssd)["suspends"], 1);
@@ -176,7 +175,7 @@ TEST(SsdContentionTest, ReadBeyondMaxSuspendsWaitsForTheProgram) {
   const TimeNs link = Xfer(4096, 3200);
   TimeNs now = s.program_start + 10000;
   for (std::uint32_t i = 0; i < c.max_suspends_per_op; ++i) {  // each suspends the program
-    const TimeNs done = s.ssd->Submit(Rq(Op::kRead, s.offset, 4096), now).deadline_ns;
+    const TimeNs done = testing::Final(*s.ssd, Rq(Op::kRead, s.offset, 4096), now);
     EXPECT_EQ(done - now, c.controller_overhead_ns + c.suspend_latency_ns + read + link);
     now = done;
   }
@@ -186,7 +185,7 @@ TEST(SsdContentionTest, ReadBeyondMaxSuspendsWaitsForTheProgram) {
   EXPECT_EQ(s.ssd->die_busy_until(die), program_end);
   ASSERT_LT(now + c.controller_overhead_ns, program_end);
   // ...and the next read waits for that end.
-  const TimeNs done = s.ssd->Submit(Rq(Op::kRead, s.offset, 4096), now).deadline_ns;
+  const TimeNs done = testing::Final(*s.ssd, Rq(Op::kRead, s.offset, 4096), now);
   EXPECT_EQ(done, program_end + read + link);
   const auto j = Counters(*s.ssd);
   EXPECT_EQ(j["suspends"], c.max_suspends_per_op);

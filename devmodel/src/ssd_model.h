@@ -15,12 +15,22 @@
 // but not the host link; reads are scheduled ahead of program/erase work that
 // has not started (controllers prioritize reads), which then finishes later
 // by the read's duration, but deadlines already given are not revised.
+// The host link (host_link_mb_s != 0) carries read data in the order it is
+// ready in the controller (ties in submission order), as a controller
+// transfers a read when its data is in: a read's Submit returns the time
+// its data is ready as a poll time (not final) and Poll gives its end on
+// the link, which depends only on reads ready no later (all submitted by
+// then), so deadlines stay a function of the request stream. A read holds
+// its admission slot until its data is ready plus its own transfer time
+// (not its wait for the link). Writes take the link in submission order,
+// when the host sends the data (after buffer space).
 // Thread-safety: none (see Device).
 #ifndef DEVMODEL_SRC_SSD_MODEL_H_
 #define DEVMODEL_SRC_SSD_MODEL_H_
 
 #include <algorithm>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 #include "devmodel/ssd.h"
@@ -36,6 +46,9 @@ class SsdModel final : public Device, private FtlListener {
   SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed);
 
   Completion Submit(const Request& r, TimeNs now) override;
+  // A read's end on the host link once its data is ready (see above).
+  Completion Poll(std::uint64_t tag, TimeNs now) override;
+  bool deadlines_final() const override { return c_.host_link_mb_s == 0; }
   std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
   std::string CountersJson() const override;
@@ -109,16 +122,25 @@ class SsdModel final : public Device, private FtlListener {
   // Reads `units` of global page `page` on `die`, arriving at `t`.
   TimeNs ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units);
   bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
-  TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
-    if (c_.host_link_mb_s == 0) return t;
+  // Time `bytes` take on the host link. REQUIRES: host_link_mb_s != 0.
+  TimeNs LinkNs(std::uint64_t bytes) {
     if (bytes != link_memo_bytes_) {
       link_memo_bytes_ = bytes;
       link_memo_ns_ = XferNs(bytes, c_.host_link_mb_s);
     }
+    return link_memo_ns_;
+  }
+  TimeNs LinkTransfer(TimeNs* link_busy, TimeNs t, std::uint64_t bytes) {
+    if (c_.host_link_mb_s == 0) return t;
     const TimeNs start = std::max(t, *link_busy);
-    *link_busy = start + link_memo_ns_;
+    *link_busy = start + LinkNs(bytes);
     return *link_busy;
   }
+  // Puts every queued read transfer whose data is ready by `now` on the
+  // link, in ready order. All reads ready by `now` were submitted by then
+  // (a read's data is never ready before its submission), so each end is
+  // final when computed.
+  void ServeLinkOut(TimeNs now);
   std::uint32_t ChannelOf(std::uint32_t die) const { return die % c_.channels; }
   // Mapping unit holding byte `offset` (a shift when the unit is a power of 2).
   std::uint64_t UnitOf(std::uint64_t offset) const {
@@ -153,9 +175,28 @@ class SsdModel final : public Device, private FtlListener {
   std::vector<TimeNs> channel_busy_;       // program and GC transfers
   std::vector<TimeNs> read_channel_busy_;  // host read transfers (prioritized)
   TimeNs link_in_busy_ = 0, link_out_busy_ = 0;
-  MinHeap inflight_;           // kFifo: ends of admitted commands
-  Pipeline read_pipeline_;     // kRoundRobin: reads
-  Pipeline write_pipeline_;    // kRoundRobin: writes, flushes, trims
+  // Host read transfers waiting for their data (host_link_mb_s != 0), the
+  // earliest ready first, ties in submission order (seq).
+  struct LinkOut {
+    TimeNs ready, xfer;
+    std::uint64_t seq, tag;
+    bool operator>(const LinkOut& o) const {
+      return ready != o.ready ? ready > o.ready : seq > o.seq;
+    }
+  };
+  std::priority_queue<LinkOut, std::vector<LinkOut>, std::greater<>> link_out_queue_;
+  std::uint64_t link_out_seq_ = 0;
+  // Per tag of a read not yet polled final: its data-ready time while queued
+  // (served false), then its end on the link.
+  struct LinkOutState {
+    TimeNs time;
+    std::uint64_t seq;  // of its LinkOut
+    bool served;
+  };
+  std::unordered_map<std::uint64_t, LinkOutState> link_out_reads_;
+  MinHeap inflight_;         // kFifo: ends of admitted commands
+  Pipeline read_pipeline_;   // kRoundRobin: reads
+  Pipeline write_pipeline_;  // kRoundRobin: writes, flushes, trims
   // independent_plane_reads: per die x plane, end of its last read; else empty.
   std::vector<TimeNs> plane_read_busy_;
   bool track_pe_shifts_;  // see SsdConfig::independent_plane_reads

@@ -28,9 +28,13 @@ TEST(SsdTest, Qd1ReadIsReadTimePlusTransfersPlusOverhead) {
   ssd->Submit(Rq(Op::kWrite, 0, 4096), 0);
   ssd->Submit(Rq(Op::kFlush, 0, 0), 10);
   const TimeNs now = kSecond;  // long after the program finished
-  const Completion done = ssd->Submit(Rq(Op::kRead, 0, 4096), now);
+  const Completion ready = ssd->Submit(Rq(Op::kRead, 0, 4096, 0), now);
   const TimeNs channel = (4096 * 1000 + 799) / 800;  // 5120 ns
   const TimeNs link = (4096 * 1000 + 3199) / 3200;   // 1280 ns
+  // The data is ready in the controller; the link is decided when it is.
+  EXPECT_FALSE(ready.final);
+  EXPECT_EQ(ready.deadline_ns - now, c.controller_overhead_ns + c.page_read_ns + channel);
+  const Completion done = ssd->Poll(0, ready.deadline_ns);
   EXPECT_TRUE(done.final);
   EXPECT_EQ(done.deadline_ns - now, c.controller_overhead_ns + c.page_read_ns + channel + link);
   EXPECT_EQ(Counters(*ssd)["nand_pages_read"], 1);
@@ -42,6 +46,64 @@ void FillOneUnitPerDie(SsdModel& ssd, int dies) {
   const std::uint64_t unit = 2 * 16384;  // planes x page
   for (int d = 0; d < dies; ++d) ssd.Submit(Rq(Op::kWrite, d * unit, unit), d);
   ssd.Submit(Rq(Op::kFlush, 0, 0), 100);
+}
+
+// The host link carries read data in the order it is ready, not the order
+// the reads were submitted: a read whose data is ready while an earlier
+// read still senses does not wait for the earlier read's transfer.
+TEST(SsdTest, HostLinkServesReadsInTheOrderTheirDataIsReady) {
+  const SsdConfig c = SmallSsdConfig();
+  auto ssd = MakeSsd(c);
+  const int dies = static_cast<int>(ssd->die_count());
+  FillOneUnitPerDie(*ssd, dies);
+  const std::uint64_t unit = 2 * 16384;
+  // Two units of one die, and a die on another channel.
+  const std::uint32_t die_a = ssd->DieOfOffset(0);
+  std::uint64_t other = 0;
+  for (int d = 1; d < dies && other == 0; ++d) {
+    const std::uint32_t die = ssd->DieOfOffset(d * unit);
+    if (die % c.channels != die_a % c.channels) other = d * unit;
+  }
+  ASSERT_NE(other, 0u);
+  const TimeNs channel = (4096 * 1000 + 799) / 800;  // 5120 ns
+  const TimeNs link = (4096 * 1000 + 3199) / 3200;   // 1280 ns
+  const TimeNs now = kSecond;
+  // a1 and a2 on one die (a2 senses after a1), then b, submitted 2 us later
+  // on the other die: b's data is ready between a1's and a2's.
+  const auto done = testing::RunToFinal(*ssd, {{Rq(Op::kRead, 0, 4096), now},
+                                               {Rq(Op::kRead, 4096, 4096), now},
+                                               {Rq(Op::kRead, other, 4096), now + 2000}});
+  const TimeNs a1_ready = now + c.controller_overhead_ns + c.page_read_ns + channel;
+  EXPECT_EQ(done[0], a1_ready + link);
+  EXPECT_EQ(done[1], a1_ready + c.page_read_ns + channel + link);
+  // b alone: 2 us after a1's data, so a1's transfer (1.28 us) is over.
+  EXPECT_EQ(done[2], a1_ready + 2000 + link);
+}
+
+// A read's final deadline depends on the requests, not on when it is
+// polled: polling every read late gives the deadlines polling on time does.
+TEST(SsdTest, HostLinkDeadlinesDoNotDependOnPollTimes) {
+  const SsdConfig c = SmallSsdConfig();
+  auto on_time = MakeSsd(c), late = MakeSsd(c);
+  std::vector<testing::Timed> reads;
+  internal::Rng rng(7);
+  for (int i = 0; i < 64; ++i) {
+    const std::uint64_t offset = rng.Below(64 << 20) / 4096 * 4096;
+    on_time->Submit(Rq(Op::kWrite, offset, 4096), 0);
+    late->Submit(Rq(Op::kWrite, offset, 4096), 0);
+    reads.push_back({Rq(Op::kRead, offset, 4096), kSecond + i * 3000});
+  }
+  const std::vector<TimeNs> want = testing::RunToFinal(*on_time, reads);
+  std::vector<Completion> first;
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    reads[i].request.tag = i + 1;
+    first.push_back(late->Submit(reads[i].request, reads[i].at));
+  }
+  for (std::size_t i = reads.size(); i-- > 0;) {  // latest submitted first, all late
+    const Completion c = first[i].final ? first[i] : late->Poll(i + 1, 2 * kSecond);
+    EXPECT_TRUE(c.final);
+    EXPECT_EQ(c.deadline_ns, want[i]) << "read " << i;
+  }
 }
 
 TEST(SsdTest, ReadsOnDistinctDiesRunInParallelAndOnOneDieSerialize) {

@@ -13,6 +13,7 @@
 
 #include "devmodel/ssd.h"
 #include "ssd_model.h"
+#include "test_util.h"
 
 namespace devmodel::testing {
 

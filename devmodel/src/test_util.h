@@ -1,6 +1,7 @@
 // Test helpers: a closed-loop host that keeps `depth` requests outstanding and
-// follows the completion protocol (poll when a deadline is not final), as the
-// QEMU glue will, and the process's resident memory. Test-only; fixed seeds.
+// an open-loop one that submits at given times, both following the completion
+// protocol (poll when a deadline is not final) as the QEMU glue does, and the
+// process's resident memory. Test-only; fixed seeds.
 #ifndef DEVMODEL_SRC_TEST_UTIL_H_
 #define DEVMODEL_SRC_TEST_UTIL_H_
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -59,6 +61,48 @@ inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
     if (issued < count) submit(now);
   }
   return done;
+}
+
+// A request and the time it is submitted.
+struct Timed {
+  Request request;
+  TimeNs at;
+};
+
+// Runs `requests` as QEMU does: each submitted at its time (in the order
+// given; REQUIRES times non-decreasing), a completion that is not final
+// polled when its time comes (earliest first, before a submit at the same
+// time). Tags are set to the request's index + 1. Returns each request's
+// final deadline, in the order given.
+inline std::vector<TimeNs> RunToFinal(Device& d, std::vector<Timed> requests) {
+  std::vector<TimeNs> done(requests.size());
+  using Poll = std::pair<TimeNs, std::size_t>;  // (time, index)
+  std::priority_queue<Poll, std::vector<Poll>, std::greater<>> polls;
+  auto settle = [&](std::size_t i, Completion c) {
+    if (c.final) {
+      done[i] = c.deadline_ns;
+    } else {
+      polls.emplace(c.deadline_ns, i);
+    }
+  };
+  for (std::size_t next = 0; next < requests.size() || !polls.empty();) {
+    if (!polls.empty() && (next == requests.size() || polls.top().first <= requests[next].at)) {
+      const auto [t, i] = polls.top();
+      polls.pop();
+      settle(i, d.Poll(i + 1, t));
+    } else {
+      requests[next].request.tag = next + 1;
+      settle(next, d.Submit(requests[next].request, requests[next].at));
+      ++next;
+    }
+  }
+  return done;
+}
+
+// The final deadline of `r` submitted at `now` with nothing else submitted
+// until it completes.
+inline TimeNs Final(Device& d, const Request& r, TimeNs now) {
+  return RunToFinal(d, {{r, now}})[0];
 }
 
 // Built with -fsanitize=address (make test SANITIZE=1): resident memory then

@@ -40,8 +40,10 @@ struct CloudConfig {
   std::uint64_t latency_jitter_mean_ns = 100000;  // mean of the exponential part
 };
 
-// Wraps `backing`, which must return final deadlines. Returns nullptr and sets
-// *error on an invalid config. `seed` drives the network jitter.
+// Wraps `backing`. A backing deadline that is not final (an SSD's read waiting
+// for the host link, an HDD choosing by SPTF) is passed on as a poll time, and
+// the network time is added once the backing's deadline is final. Returns
+// nullptr and sets *error on an invalid config. `seed` drives the network jitter.
 std::unique_ptr<Device> NewCloudVolume(const CloudConfig& config, std::unique_ptr<Device> backing,
                                        std::uint64_t seed, std::string* error);
 

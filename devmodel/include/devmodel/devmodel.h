@@ -35,10 +35,12 @@
  *  carries the status the request ends with (DEVMODEL_STATUS_*; a profile's
  *  media_error fault fails reads of an LBA range). devmodel_submit and
  *  devmodel_poll drop the status: every request then succeeds.
- *  Deadlines are final for SSD, cloud and zero profiles and for HDD profiles
- *  with queue_policy = "fifo"; an HDD with "sptf" decides which queued command
- *  runs next only when the mechanism frees, so its deadlines may start as
- *  "poll again at" times. A final deadline is never earlier than now_ns.
+ *  Deadlines are final for zero profiles, SSD profiles with host_link_mb_s =
+ *  0 and HDD profiles with queue_policy = "fifo" (a cloud profile as its
+ *  backing device). An HDD with "sptf" decides which queued command runs
+ *  next only when the mechanism frees, and an SSD's link carries read data
+ *  in the order it is ready, so their deadlines may start as "poll again at"
+ *  times. A final deadline is never earlier than now_ns.
  */
 #ifndef DEVMODEL_DEVMODEL_H_
 #define DEVMODEL_DEVMODEL_H_

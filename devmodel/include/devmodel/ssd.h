@@ -76,11 +76,13 @@ struct SsdConfig {
   std::uint64_t capacity_bytes = 0;
 
   // --- timing (ns, MB/s with 1 MB = 1e6 bytes) ---
-  std::uint64_t page_read_ns = 50000;           // tR
-  std::uint64_t page_program_ns = 500000;       // tPROG (one multi-plane program)
-  std::uint64_t block_erase_ns = 3500000;       // tBERS
-  std::uint32_t channel_mb_s = 800;             // NAND bus, per channel
-  std::uint32_t host_link_mb_s = 3500;          // PCIe, per direction; 0 = not modelled
+  std::uint64_t page_read_ns = 50000;      // tR
+  std::uint64_t page_program_ns = 500000;  // tPROG (one multi-plane program)
+  std::uint64_t block_erase_ns = 3500000;  // tBERS
+  std::uint32_t channel_mb_s = 800;        // NAND bus, per channel
+  // PCIe, per direction; 0 = not modelled. Read data crosses it in the order
+  // it is ready, so a read's deadline is final only when polled (Poll).
+  std::uint32_t host_link_mb_s = 3500;
   std::uint64_t controller_overhead_ns = 5000;  // per command, before media work
   std::uint32_t max_inflight_commands = 128;    // internal concurrency limit (kFifo)
 
