@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from blklab.filesystem import Filesystem, mkfs_args, uuid_of
 from blklab.scenario import Cell, Job
+from blklab.observe import Observer
+from blklab.observe import bundle_files as observe_files
 from blklab.udev import UdevRules
 
 _MAGIC = b"070701"
@@ -82,6 +84,7 @@ class JobBundle:
     mount_options: str = ""
     vm: tuple[tuple[str, int], ...] = ()  # [vm]: /proc/sys/vm settings
     udev_rules: UdevRules | None = None  # [udev]: applied before the scheduler is set
+    observers: tuple[Observer, ...] = ()  # [[observe]]: run beside the workload
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
@@ -89,7 +92,8 @@ class JobBundle:
                  capture: bool = False, apps: bool = False,
                  device_faults: bool = False, fs: Filesystem | None = None,
                  vm: tuple[tuple[str, int], ...] = (),
-                 udev_rules: UdevRules | None = None) -> "JobBundle":
+                 udev_rules: UdevRules | None = None,
+                 observers: tuple[Observer, ...] = ()) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -122,7 +126,7 @@ class JobBundle:
                    tuple(cell.tunables()), tuple(args), blktrace, guest_fault, device_faults,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
                    any(job.replays for job in jobs), capture, apps, seed, vm=vm,
-                   udev_rules=udev_rules, **fs_args)
+                   udev_rules=udev_rules, observers=observers, **fs_args)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -168,6 +172,7 @@ class JobBundle:
             files["job/mkfs.args"] = "".join(f"{a}\n" for a in self.mkfs_args).encode()
         if self.udev_rules is not None:
             files[f"job/files/udev/{self.udev_rules.name}"] = self.udev_rules.data
+        files |= observe_files(self.observers)
         if self.vm:
             files["job/vm"] = "".join(f"{k} {v}\n" for k, v in self.vm).encode()
         for name, data in self.attachments:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import channel, device_faults, model_timing, notes, paths, snapshot, udev
+from blklab import (channel, device_faults, model_timing, notes, observe, paths, snapshot,
+                    udev)
 from blklab.bundle import JobBundle
 from blklab.filesystem import parse_guest_record
 from blklab.errors import BlklabError, VMError
@@ -108,7 +109,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
     } | ({"apps": True} if scenario.guest.apps else {}) | (
         {"filesystem": scenario.filesystem.to_json() | {"mkfs_args": list(bundle.mkfs_args)}}
         if scenario.filesystem else {}) | ({"vm": dict(scenario.vm)} if scenario.vm else {}) | (
-        {"udev": scenario.udev_rules.to_json()} if scenario.udev_rules else {})
+        {"udev": scenario.udev_rules.to_json()} if scenario.udev_rules else {}) | (
+        {"observe": [o.to_json() for o in scenario.observers]} if scenario.observers else {})
 
 
 def faults_of(cell: Cell, scenario: Scenario) -> list[device_faults.DeviceFault]:
@@ -123,7 +125,7 @@ def bundle_of(cell: Cell, scenario: Scenario) -> JobBundle:
                               scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
                               device_faults=bool(faults_of(cell, scenario)),
                               fs=scenario.filesystem, vm=scenario.vm,
-                              udev_rules=scenario.udev_rules)
+                              udev_rules=scenario.udev_rules, observers=scenario.observers)
 
 
 def devmodel_seed(cell: Cell) -> int:
@@ -281,6 +283,9 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
                  "switches.txt", "capture.txt"):
         if data.files.get(name):
             keep[f"{rel_dir}/{name}"] = data.files[name]
+    for name, blob_ in data.files.items():
+        if name.startswith(observe.FILE_PREFIX):  # kept even when empty
+            keep[f"{rel_dir}/{name}"] = blob_
     if scenario.workload == "command":
         for name, blob_ in data.files.items():
             if name == "workload.stdout" or name.startswith(COMMAND_FILE_PREFIX):
@@ -370,6 +375,9 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
         result.guest["device"] = parse_kv(f["device.txt"].decode(errors="replace"))
     if "filesystem.txt" in f:
         result.guest["filesystem"] = parse_guest_record(f["filesystem.txt"].decode(
+            errors="replace"))
+    if "observe.txt" in f:
+        result.guest["observe"] = observe.parse_guest_record(f["observe.txt"].decode(
             errors="replace"))
     if "udev.txt" in f:
         result.guest["udev"] = udev.parse_guest_record(f["udev.txt"].decode(errors="replace"))

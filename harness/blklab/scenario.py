@@ -24,7 +24,7 @@ from typing import Any
 
 from blklab import cpus, device_faults, kernels
 from blklab import filesystem as filesystem_mod
-from blklab import udev
+from blklab import observe, udev
 from blklab.errors import ScenarioError
 from blklab.results import SUMMARY_METRICS
 
@@ -347,6 +347,8 @@ class Scenario:
     vm: tuple[tuple[str, int], ...] = ()
     # [udev]: a customer's rules file applied to the device (blklab.udev).
     udev_rules: udev.UdevRules | None = None
+    # [[observe]]: commands beside the workload (blklab.observe).
+    observers: tuple = ()
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -1240,7 +1242,7 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short", "fault", "filesystem", "vm", "udev"})
+                     "short", "fault", "filesystem", "vm", "udev", "observe"})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1403,6 +1405,10 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
     vm = filesystem_mod.parse_vm(_Reader(shown, _table(shown, data, "vm"), "vm"))
     udev_rules = udev.parse(_Reader(shown, _table(shown, data, "udev"), "udev"), p,
                             check_profiles)
+    observers = observe.parse(shown, data, lambda t, prefix: _Reader(shown, t, prefix))
+    if observers and not guest.apps:
+        raise ScenarioError(shown, "observe[0].command", "observers run in the applications' "
+                            "root: set [guest] apps = true")
     if udev_rules is not None and not guest.apps:
         raise ScenarioError(shown, "udev.rules", "udev runs from the applications' root: "
                             "set [guest] apps = true")
@@ -1417,7 +1423,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         blktrace=blktrace, capture=capture, guest_fault=guest_fault, faults=faults, short=short,
         switch_schedulers=switch_schedulers,
         switch_interval_ms=switch_interval_ms, customer_fio=customer_fio, filesystem=fs, vm=vm,
-        udev_rules=udev_rules)
+        udev_rules=udev_rules, observers=observers)
 
 
 def _check_filesystem(path: str, fs: "filesystem_mod.Filesystem", guest: Guest,
