@@ -351,7 +351,7 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
   const bool link_queued = r.op == Op::kRead && c_.host_link_mb_s != 0;
   if (link_queued) {
     const TimeNs xfer = LinkNs(r.length_bytes);
-    link_out_reads_[r.tag] = {done, link_out_seq_, false};
+    TrackLinkRead(r.tag, {done, link_out_seq_, false});
     link_out_queue_.push({done, xfer, link_out_seq_++, r.tag});
     end = done + xfer;
   }
@@ -368,9 +368,24 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
     const auto it = link_out_reads_.find(r.tag);
     if (!it->second.served) return {done, false};
     done = it->second.time;
-    link_out_reads_.erase(it);
+    ForgetLinkRead(it);
   }
   return {done, true};
+}
+
+void SsdModel::TrackLinkRead(std::uint64_t tag, const LinkOutState& state) {
+  const auto it = link_out_reads_.find(tag);
+  if (it != link_out_reads_.end()) {  // a tag reused before its read was polled final
+    it->second = state;
+  } else if (link_out_spare_.empty()) {
+    link_out_reads_.emplace(tag, state);
+  } else {
+    LinkOutReads::node_type node = std::move(link_out_spare_.back());
+    link_out_spare_.pop_back();
+    node.key() = tag;
+    node.mapped() = state;
+    link_out_reads_.insert(std::move(node));
+  }
 }
 
 void SsdModel::ServeLinkOut(TimeNs now) {
@@ -395,7 +410,7 @@ Completion SsdModel::Poll(std::uint64_t tag, TimeNs now) {
     ServeLinkOut(now);
   }
   const TimeNs end = it->second.time;
-  link_out_reads_.erase(it);
+  ForgetLinkRead(it);
   return {end, true};
 }
 
@@ -763,7 +778,9 @@ std::uint64_t SsdModel::MemoryBytes() const {
   bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);
   bytes +=
       link_out_queue_.size() * sizeof(LinkOut) +
-      link_out_reads_.size() * (sizeof(std::uint64_t) + sizeof(LinkOutState) + 2 * sizeof(void*));
+      (link_out_reads_.size() + link_out_spare_.size()) *
+          (sizeof(std::uint64_t) + sizeof(LinkOutState) + 2 * sizeof(void*)) +
+      link_out_spare_.capacity() * sizeof(LinkOutReads::node_type);
   for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
     bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
     for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);

@@ -193,7 +193,16 @@ class SsdModel final : public Device, private FtlListener {
     std::uint64_t seq;  // of its LinkOut
     bool served;
   };
-  std::unordered_map<std::uint64_t, LinkOutState> link_out_reads_;
+  using LinkOutReads = std::unordered_map<std::uint64_t, LinkOutState>;
+  LinkOutReads link_out_reads_;
+  // Nodes of link_out_reads_ taken out at a read's end and reused for later
+  // reads, so that the per-read path allocates only while the most reads yet
+  // are outstanding.
+  std::vector<LinkOutReads::node_type> link_out_spare_;
+  void TrackLinkRead(std::uint64_t tag, const LinkOutState& state);
+  void ForgetLinkRead(LinkOutReads::iterator it) {
+    link_out_spare_.push_back(link_out_reads_.extract(it));
+  }
   MinHeap inflight_;         // kFifo: ends of admitted commands
   Pipeline read_pipeline_;   // kRoundRobin: reads
   Pipeline write_pipeline_;  // kRoundRobin: writes, flushes, trims
