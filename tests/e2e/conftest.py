@@ -78,6 +78,14 @@ def built():
     return REPO
 
 
+@pytest.fixture(scope="session")
+def apps_built(built):
+    """The build, with the applications' root ([guest] apps) built too."""
+    if not (REPO / "build" / "apps" / "apps.json").exists():
+        pytest.fail("build/apps missing: run 'make apps' first")
+    return REPO
+
+
 def device(name: str, kind: str, profile: str | None = None, size_gib: int | None = None,
            seed: int | None = None) -> str:
     """A null-backed device, as scenario text; the keys given are set."""

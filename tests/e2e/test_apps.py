@@ -88,14 +88,8 @@ def _run(tmp: Path, name: str, command: str, kernel: str = "") -> Path:
     return out
 
 
-def _apps_built() -> None:
-    if not (REPO / "build" / "apps" / "apps.json").exists():
-        pytest.fail("build/apps missing: run 'make apps' first")
-
-
 @pytest.fixture(scope="module")
-def twice(built, tmp_path_factory):
-    _apps_built()
+def twice(apps_built, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("apps")
     return [_run(tmp, f"check-{n}", CHECK) for n in ("a", "b")]
 
@@ -136,8 +130,7 @@ def test_the_second_run_gives_the_same_bytes(twice):
 
 
 @pytest.mark.parametrize("kernel", ["5.10-amd64", "6.1-amd64", "6.12-amd64"])
-def test_bpf_tools_attach_on_every_series(built, tmp_path, kernel):
-    _apps_built()
+def test_bpf_tools_attach_on_every_series(apps_built, tmp_path, kernel):
     if not (REPO / "build" / "images" / kernel / "image.json").exists():
         pytest.fail(f"build/images/{kernel} missing: run 'make images' first")
     out = _run(tmp_path, "bpf", BPF, kernel)
@@ -162,11 +155,10 @@ def test_bpf_tools_attach_on_every_series(built, tmp_path, kernel):
     assert "disk = nvme0n1" in text["biolatency"] or kernel.startswith("5.10-")
 
 
-def test_a_virtio_blk_device_beside_the_applications_disk(built, tmp_path):
+def test_a_virtio_blk_device_beside_the_applications_disk(apps_built, tmp_path):
     """Both disks are virtio-blk: the command gets the device under test,
     told apart from the applications' disk by its serial; the hostname and
     machine-id are the fixed ones."""
-    _apps_built()
     text = (HEAD.replace('kind = "nvme"', 'kind = "virtio-blk"')
             .replace('profile = "samsung-980pro-1t"', 'profile = "aws-gp3-100g"')
             .replace('schedulers = ["none"]', 'schedulers = ["mq-deadline"]'))

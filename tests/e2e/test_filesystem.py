@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cells_of, run_blklab
+from conftest import cells_of, run_blklab
 from blklab import diverge, filesystem
 
 HEAD = """[scenario]
@@ -63,11 +63,6 @@ direct = "1"
 SECTOR = 512
 
 
-def _apps_built() -> None:
-    if not (REPO / "build" / "apps" / "apps.json").exists():
-        pytest.fail("build/apps missing: run 'make apps' first")
-
-
 def _run(tmp: Path, name: str, text: str):
     """Run a one-cell scenario: (cell id, cell JSON, blklab's process)."""
     s = tmp / f"{name}.toml"
@@ -79,8 +74,7 @@ def _run(tmp: Path, name: str, text: str):
 
 
 @pytest.fixture(scope="module")
-def ext4_twice(built, tmp_path_factory):
-    _apps_built()
+def ext4_twice(apps_built, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fs")
     text = EXT4_FIO.format(name="ext4", workload="fio", fs="ext4", mount="noatime")
     return [_run(tmp, f"ext4-{n}", text) for n in ("a", "b")]
@@ -110,8 +104,7 @@ def test_ext4_twice_gives_the_same_bytes(ext4_twice):
     assert not diverge.result_differences(a, b)
 
 
-def test_xfs_under_blkgen(built, tmp_path):
-    _apps_built()
+def test_xfs_under_blkgen(apps_built, tmp_path):
     cid, cell, proc = _run(tmp_path, "xfs", XFS_BLKGEN.format(
         name="xfs", workload="blkgen", fs="xfs", mount=""))
     assert cell["status"] == "ok", cell["error"] or proc.stderr
@@ -124,8 +117,7 @@ def test_xfs_under_blkgen(built, tmp_path):
     assert cell["disk_stats"]["delta"]["write_sectors"] * SECTOR >= 16 << 20
 
 
-def test_a_mount_option_the_kernel_refuses(built, tmp_path):
-    _apps_built()
+def test_a_mount_option_the_kernel_refuses(apps_built, tmp_path):
     cid, cell, proc = _run(tmp_path, "bad", XFS_BLKGEN.format(
         name="bad", workload="blkgen", fs="ext4", mount="noatime,blklab_no_such_option"))
     assert proc.returncode != 0

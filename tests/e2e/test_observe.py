@@ -47,11 +47,6 @@ time_based = true
 """
 
 
-def _apps_built() -> None:
-    if not (REPO / "build" / "apps" / "apps.json").exists():
-        pytest.fail("build/apps missing: run 'make apps' first")
-
-
 def _run(tmp_path, kernel: str = ""):
     s = tmp_path / "observe.toml"
     s.write_text(SCENARIO.format(kernel=f'kernel = "{kernel}"' if kernel else ""))
@@ -66,8 +61,7 @@ def _histogram_total(text: str) -> int:
                if "->" in line)
 
 
-def test_iostat_and_biolatency_beside_the_workload(built, tmp_path):
-    _apps_built()
+def test_iostat_and_biolatency_beside_the_workload(apps_built, tmp_path):
     proc, cdir, cell = _run(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert cell["status"] == "ok", cell["error"]
@@ -85,8 +79,7 @@ def test_iostat_and_biolatency_beside_the_workload(built, tmp_path):
     assert cell["request"]["observe"][1]["ready_after_ms"] == 2000
 
 
-def test_a_bpf_tool_that_does_not_load_fails_the_cell(built, tmp_path):
-    _apps_built()
+def test_a_bpf_tool_that_does_not_load_fails_the_cell(apps_built, tmp_path):
     if not (REPO / "build" / "images" / "5.10-amd64" / "image.json").exists():
         pytest.fail("build/images/5.10-amd64 missing: run 'make images' first")
     proc, cdir, cell = _run(tmp_path, "5.10-amd64")

@@ -15,9 +15,7 @@ line, naming the file and the line.
 
 from pathlib import Path
 
-import pytest
-
-from conftest import REPO, cells_of, run_blklab
+from conftest import cells_of, run_blklab
 
 RULES = Path(__file__).parent / "udev"
 SCENARIO = """[scenario]
@@ -45,11 +43,6 @@ profile = "zero-latency"
 """
 
 
-def _apps_built() -> None:
-    if not (REPO / "build" / "apps" / "apps.json").exists():
-        pytest.fail("build/apps missing: run 'make apps' first")
-
-
 def _run(tmp: Path, rules: str, devices: list[tuple[str, str]]):
     s = tmp / "udev.toml"
     s.write_text(SCENARIO.format(rules=RULES / rules, devices="".join(
@@ -58,8 +51,7 @@ def _run(tmp: Path, rules: str, devices: list[tuple[str, str]]):
     return proc, {c["request"]["device"]["name"]: c for c in cells_of(tmp / "o").values()}
 
 
-def test_each_device_gets_the_rule_that_matches_its_name(built, tmp_path):
-    _apps_built()
+def test_each_device_gets_the_rule_that_matches_its_name(apps_built, tmp_path):
     proc, cells = _run(tmp_path, "60-blklab-schedulers.rules",
                        [("nvme0", "nvme"), ("sata0", "ahci-hd"), ("vblk0", "virtio-blk")])
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -85,8 +77,7 @@ def test_each_device_gets_the_rule_that_matches_its_name(built, tmp_path):
         assert cell["request"]["udev"]["rules"] == "60-blklab-schedulers.rules"
 
 
-def test_a_rule_udev_cannot_parse_fails_the_cell(built, tmp_path):
-    _apps_built()
+def test_a_rule_udev_cannot_parse_fails_the_cell(apps_built, tmp_path):
     proc, cells = _run(tmp_path, "61-blklab-broken.rules", [("nvme0", "nvme")])
     assert proc.returncode != 0
     cell = cells["nvme0"]
