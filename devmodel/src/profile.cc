@@ -555,7 +555,7 @@ class Loader {
         device = NewSsd(c, seed, &why);
       } else if (std::uint64_t capacity = 0; CheckSsdConfig(c, &capacity, &why)) {
         device = NewZero(ZeroConfig{capacity, c.logical_block_bytes, 0}, &why);
-        stand_in_polls_ = c.host_link_mb_s != 0;  // as SsdModel::deadlines_final()
+        stand_in_polls_ = true;  // as SsdModel::deadlines_final(): reads are polled
       }
     } else if (inner == "hdd") {
       HddConfig c;

@@ -325,35 +325,34 @@ SsdModel::Admission SsdModel::AdmitRoundRobin(const Request& r, TimeNs now) {
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
   submit_now_ = now;
-  ServeLinkOut(now);
+  ServeReads(now);
   if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
   if (slc_programs_ != 0 && now >= last_completion_ + c_.slc_fold_idle_ns) FoldSlc(now);
   const Admission admission = Admit(r, now);
   const TimeNs t0 = admission.start + c_.controller_overhead_ns;
-  TimeNs done = t0;
+  // The command's end as far as known now; a read's end is decided later.
+  TimeNs end = t0;
   switch (r.op) {
-    case Op::kRead:
-      done = Read(r, t0);
+    case Op::kRead: {
+      const std::uint64_t seq = read_seq_++;
+      std::uint32_t pages = 0;
+      TimeNs own_end = t0;
+      const TimeNs sensed = Read(r, t0, seq, &pages, &own_end);
+      const TimeNs link_xfer = c_.host_link_mb_s == 0 ? 0 : LinkNs(r.length_bytes);
+      TrackRead(r.tag, {sensed, own_end, link_xfer, seq, pages, ReadStage::kChannel});
+      if (pages == 0) PagesIn(r.tag, &reads_.find(r.tag)->second);
+      end = own_end + link_xfer;
       break;
+    }
     case Op::kWrite:
-      done = Write(r, t0);
+      end = Write(r, t0);
       break;
     case Op::kFlush:
-      done = Flush(t0);
+      end = Flush(t0);
       break;
     case Op::kTrim:
-      done = Trim(r, t0);
+      end = Trim(r, t0);
       break;
-  }
-  // The command's end as far as known now: a read queued for the link ends
-  // no earlier than its own transfer after its data is ready.
-  TimeNs end = done;
-  const bool link_queued = r.op == Op::kRead && c_.host_link_mb_s != 0;
-  if (link_queued) {
-    const TimeNs xfer = LinkNs(r.length_bytes);
-    TrackLinkRead(r.tag, {done, link_out_seq_, false});
-    link_out_queue_.push({done, xfer, link_out_seq_++, r.tag});
-    end = done + xfer;
   }
   if (admission.pipeline == nullptr) {
     admission.pool->push(end);
@@ -363,39 +362,58 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
     if (admission.queue != nullptr) admission.queue->push(end);
   }
   last_completion_ = std::max(last_completion_, end);
-  if (link_queued) {
-    ServeLinkOut(now);  // final at once only if its data is ready now
-    const auto it = link_out_reads_.find(r.tag);
-    if (!it->second.served) return {done, false};
-    done = it->second.time;
-    ForgetLinkRead(it);
-  }
-  return {done, true};
+  if (r.op != Op::kRead) return {end, true};
+  return Poll(r.tag, now);  // final at once only if its data is through by now
 }
 
-void SsdModel::TrackLinkRead(std::uint64_t tag, const LinkOutState& state) {
-  const auto it = link_out_reads_.find(tag);
-  if (it != link_out_reads_.end()) {  // a tag reused before its read was polled final
+void SsdModel::TrackRead(std::uint64_t tag, const ReadState& state) {
+  const auto it = reads_.find(tag);
+  if (it != reads_.end()) {  // a tag reused before its read was polled final
     it->second = state;
-  } else if (link_out_spare_.empty()) {
-    link_out_reads_.emplace(tag, state);
+  } else if (reads_spare_.empty()) {
+    reads_.emplace(tag, state);
   } else {
-    LinkOutReads::node_type node = std::move(link_out_spare_.back());
-    link_out_spare_.pop_back();
+    ReadStates::node_type node = std::move(reads_spare_.back());
+    reads_spare_.pop_back();
     node.key() = tag;
     node.mapped() = state;
-    link_out_reads_.insert(std::move(node));
+    reads_.insert(std::move(node));
   }
 }
 
-void SsdModel::ServeLinkOut(TimeNs now) {
-  while (!link_out_queue_.empty() && link_out_queue_.top().ready <= now) {
-    const LinkOut& t = link_out_queue_.top();
-    link_out_busy_ = std::max(t.ready, link_out_busy_) + t.xfer;
-    const auto it = link_out_reads_.find(t.tag);
+void SsdModel::PagesIn(std::uint64_t tag, ReadState* s) {
+  s->time = s->data_in;
+  if (c_.host_link_mb_s == 0) {
+    s->stage = ReadStage::kDone;
+    last_completion_ = std::max(last_completion_, s->time);
+    return;
+  }
+  s->stage = ReadStage::kLink;
+  link_out_queue_.push({s->data_in, s->link_xfer, s->seq, tag, s->seq, 0});
+}
+
+void SsdModel::ServeReads(TimeNs now) {
+  // Channels first: a read whose data is in by `now` had every page sensed
+  // by then, so its link transfer is queued before the link is served.
+  while (!channel_queue_.empty() && channel_queue_.top().ready <= now) {
+    const Transfer t = channel_queue_.top();
+    channel_queue_.pop();
+    TimeNs& channel = read_channel_busy_[t.channel];
+    channel = std::max(t.ready, channel) + t.xfer;
+    const auto it = reads_.find(t.tag);
     // A tag reused before its read was polled final keeps the newer read.
-    if (it != link_out_reads_.end() && it->second.seq == t.seq) {
-      it->second = {link_out_busy_, t.seq, true};
+    if (it == reads_.end() || it->second.seq != t.read_seq) continue;
+    ReadState& s = it->second;
+    s.data_in = std::max(s.data_in, channel);
+    if (--s.pages_left == 0) PagesIn(t.tag, &s);
+  }
+  while (!link_out_queue_.empty() && link_out_queue_.top().ready <= now) {
+    const Transfer& t = link_out_queue_.top();
+    link_out_busy_ = std::max(t.ready, link_out_busy_) + t.xfer;
+    const auto it = reads_.find(t.tag);
+    if (it != reads_.end() && it->second.seq == t.read_seq) {
+      it->second.time = link_out_busy_;
+      it->second.stage = ReadStage::kDone;
     }
     last_completion_ = std::max(last_completion_, link_out_busy_);
     link_out_queue_.pop();
@@ -403,15 +421,13 @@ void SsdModel::ServeLinkOut(TimeNs now) {
 }
 
 Completion SsdModel::Poll(std::uint64_t tag, TimeNs now) {
-  const auto it = link_out_reads_.find(tag);
-  if (it == link_out_reads_.end()) return {now, true};  // unknown tag
-  if (!it->second.served) {
-    if (it->second.time > now) return {it->second.time, false};  // data not ready yet
-    ServeLinkOut(now);
-  }
-  const TimeNs end = it->second.time;
-  ForgetLinkRead(it);
-  return {end, true};
+  const auto it = reads_.find(tag);
+  if (it == reads_.end()) return {now, true};  // unknown tag
+  if (it->second.stage != ReadStage::kDone && it->second.time <= now) ServeReads(now);
+  const TimeNs time = it->second.time;
+  if (it->second.stage != ReadStage::kDone) return {time, false};  // next stage at `time`
+  ForgetRead(it);
+  return {time, true};
 }
 
 bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
@@ -431,7 +447,6 @@ bool SsdModel::InWriteBuffer(std::uint32_t ppn, TimeNs t) {
 TimeNs SsdModel::ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units) {
   DieTimeline& d = dies_[die];
   TimeNs& busy_until = die_busy_until_[die];
-  TimeNs& channel = read_channel_busy_[ChannelOf(die)];
   // The sensing unit: the die, or with independent_plane_reads the page's
   // plane (program units stripe pages over planes in order).
   TimeNs& sense_free =
@@ -465,9 +480,7 @@ TimeNs SsdModel::ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::
   }
   if (c_.read_retry_probability > 0) sense_ns += ReadRetryRounds() * c_.read_retry_ns;
   const TimeNs sensed = start + sense_ns;
-  const TimeNs xfer_start = std::max(sensed, channel);
-  channel = xfer_start + ChannelNs(units);
-  const TimeNs end = channel;
+  const TimeNs end = sensed + ChannelNs(units);  // the page register is free then
   // The part of the read not overlapping reads already booked on other
   // planes of the die (with one sensing unit per die, all of it).
   const TimeNs die_time = end - std::max(start, std::min(end, d.read_busy_until)) + suspend_ns;
@@ -488,16 +501,27 @@ TimeNs SsdModel::ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::
   d.read_busy_until = std::max(d.read_busy_until, end);
   d.busy_ns += die_time;
   ++n_.nand_pages_read;
-  return end;
+  return sensed;
 }
 
-TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
+TimeNs SsdModel::Read(const Request& r, TimeNs t0, std::uint64_t seq, std::uint32_t* pages,
+                      TimeNs* own_end) {
   ++n_.reads;
   n_.host_bytes_read += r.length_bytes;
   const std::uint64_t first = UnitOf(r.offset_bytes);
   const std::uint64_t last = UnitOf(r.offset_bytes + r.length_bytes - 1);
-  TimeNs done = t0;
+  TimeNs sensed = t0;
+  *pages = 0;
+  *own_end = t0;
   std::uint32_t page = Ftl::kUnmapped, page_die = 0, page_units = 0;
+  auto read_page = [&] {
+    const TimeNs page_sensed = ReadPage(page_die, page, t0, page_units);
+    const TimeNs xfer = ChannelNs(page_units);
+    channel_queue_.push({page_sensed, xfer, page_seq_++, r.tag, seq, ChannelOf(page_die)});
+    sensed = std::max(sensed, page_sensed);
+    *own_end = std::max(*own_end, page_sensed + xfer);
+    ++*pages;
+  };
   for (std::uint64_t lpn = first; lpn <= last; ++lpn) {
     const std::uint32_t ppn = ftl_.Lookup(lpn);
     if (ppn == Ftl::kUnmapped) {
@@ -513,13 +537,13 @@ TimeNs SsdModel::Read(const Request& r, TimeNs t0) {
       ++page_units;
       continue;
     }
-    if (page_units != 0) done = std::max(done, ReadPage(page_die, page, t0, page_units));
+    if (page_units != 0) read_page();
     page = ppn_page;
     page_die = ftl_.DieOfPpn(ppn);
     page_units = 1;
   }
-  if (page_units != 0) done = std::max(done, ReadPage(page_die, page, t0, page_units));
-  return done;  // data ready in the controller; Submit queues it for the link
+  if (page_units != 0) read_page();
+  return sensed;
 }
 
 TimeNs SsdModel::Write(const Request& r, TimeNs t0) {
@@ -777,10 +801,10 @@ std::uint64_t SsdModel::MemoryBytes() const {
   bytes += plane_read_busy_.capacity() * sizeof(TimeNs);
   bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);
   bytes +=
-      link_out_queue_.size() * sizeof(LinkOut) +
-      (link_out_reads_.size() + link_out_spare_.size()) *
-          (sizeof(std::uint64_t) + sizeof(LinkOutState) + 2 * sizeof(void*)) +
-      link_out_spare_.capacity() * sizeof(LinkOutReads::node_type);
+      (channel_queue_.size() + link_out_queue_.size()) * sizeof(Transfer) +
+      (reads_.size() + reads_spare_.size()) *
+          (sizeof(std::uint64_t) + sizeof(ReadState) + 2 * sizeof(void*)) +
+      reads_spare_.capacity() * sizeof(ReadStates::node_type);
   for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
     bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
     for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);

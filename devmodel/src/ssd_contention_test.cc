@@ -83,11 +83,12 @@ TEST(SsdContentionTest, ReadPipelineLimitCountsOnlyReads) {
   auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd);
   const TimeNs now = kSecond;
-  const TimeNs w = ssd->Submit(Rq(Op::kWrite, 1 << 20, 4096), now).deadline_ns;
-  const TimeNs a = ssd->Submit(Rq(Op::kRead, 0 * kProgramUnitBytes, 4096), now).deadline_ns;
-  const TimeNs b = ssd->Submit(Rq(Op::kRead, 1 * kProgramUnitBytes, 4096), now).deadline_ns;
-  const TimeNs third = ssd->Submit(Rq(Op::kRead, 2 * kProgramUnitBytes, 4096), now).deadline_ns;
-  const TimeNs w2 = ssd->Submit(Rq(Op::kWrite, 2 << 20, 4096), now).deadline_ns;
+  const auto done = testing::RunToFinal(*ssd, {{Rq(Op::kWrite, 1 << 20, 4096), now},
+                                               {Rq(Op::kRead, 0 * kProgramUnitBytes, 4096), now},
+                                               {Rq(Op::kRead, 1 * kProgramUnitBytes, 4096), now},
+                                               {Rq(Op::kRead, 2 * kProgramUnitBytes, 4096), now},
+                                               {Rq(Op::kWrite, 2 << 20, 4096), now}});
+  const TimeNs w = done[0], a = done[1], b = done[2], third = done[3], w2 = done[4];
   const TimeNs qd1 = c.controller_overhead_ns + c.page_read_ns + Xfer(4096, c.channel_mb_s);
   EXPECT_EQ(a - now, qd1);  // the write's slot is not a read's
   EXPECT_EQ(third - std::min(a, b), qd1);  // starts when the first read frees a slot
@@ -200,8 +201,9 @@ TimeNs SecondReadLatency(bool independent_planes, std::uint64_t second) {
   auto ssd = MakeSsd(c);
   FillOneUnitPerDie(*ssd);
   EXPECT_EQ(ssd->DieOfOffset(0), ssd->DieOfOffset(second));
-  ssd->Submit(Rq(Op::kRead, 0, 4096), kSecond);
-  return ssd->Submit(Rq(Op::kRead, second, 4096), kSecond).deadline_ns - kSecond;
+  return testing::RunToFinal(*ssd, {{Rq(Op::kRead, 0, 4096), kSecond},
+                                    {Rq(Op::kRead, second, 4096), kSecond}})[1] -
+         kSecond;
 }
 
 TEST(SsdContentionTest, IndependentPlaneReadsOverlapAndShareTheChannel) {
@@ -292,7 +294,7 @@ TEST(SsdContentionTest, PageTypeSetsReadAndProgramTimes) {
   }
   for (int unit = 0; unit < 3; ++unit) {
     const TimeNs now = 2 * kSecond + unit * kSecond / 1000;
-    EXPECT_EQ(ssd->Submit(Rq(Op::kRead, unit * kProgramUnitBytes, 4096), now).deadline_ns - now,
+    EXPECT_EQ(testing::Final(*ssd, Rq(Op::kRead, unit * kProgramUnitBytes, 4096), now) - now,
               c.controller_overhead_ns + reads[unit] + Xfer(4096, c.channel_mb_s))
         << "unit " << unit;
   }
@@ -308,7 +310,7 @@ TEST(SsdContentionTest, ReadRetryAddsSeededSensingRounds) {
   const TimeNs base = c.controller_overhead_ns + c.page_read_ns + Xfer(4096, c.channel_mb_s);
   for (int i = 0; i < 10; ++i) {
     const TimeNs now = kSecond + i * kSecond / 1000;
-    EXPECT_EQ(always->Submit(Rq(Op::kRead, 0, 4096), now).deadline_ns - now,
+    EXPECT_EQ(testing::Final(*always, Rq(Op::kRead, 0, 4096), now) - now,
               base + c.read_retry_max_rounds * c.read_retry_ns);
   }
   EXPECT_EQ(Counters(*always)["reads_retried"], 10);
@@ -322,7 +324,7 @@ TEST(SsdContentionTest, ReadRetryAddsSeededSensingRounds) {
   int retried = 0;
   for (int i = 0; i < kReads; ++i) {
     const TimeNs now = kSecond + i * kSecond / 1000;
-    const TimeNs extra = sometimes->Submit(Rq(Op::kRead, 0, 4096), now).deadline_ns - now - base;
+    const TimeNs extra = testing::Final(*sometimes, Rq(Op::kRead, 0, 4096), now) - now - base;
     EXPECT_EQ(extra % c.read_retry_ns, 0u);
     EXPECT_LE(extra / c.read_retry_ns, c.read_retry_max_rounds);
     retried += extra != 0;
@@ -349,7 +351,7 @@ TimeNs ReadLatencyDuringGc(bool gc_yield, SsdConfig* config) {
   const TimeNs trimmed = ssd->Submit(Rq(Op::kTrim, 0, 3 * 16384), kSecond).deadline_ns;
   const TimeNs idle_from = trimmed + c.gc_idle_delay_ns;
   const TimeNs now = idle_from + 1000;
-  const TimeNs done = ssd->Submit(Rq(Op::kRead, 4 * 16384, 4096), now).deadline_ns;
+  const TimeNs done = testing::Final(*ssd, Rq(Op::kRead, 4 * 16384, 4096), now);
   const auto j = Counters(*ssd);
   EXPECT_EQ(j["gc_units_moved"], 1);
   EXPECT_EQ(j["erases"], 1);

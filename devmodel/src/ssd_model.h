@@ -15,15 +15,22 @@
 // but not the host link; reads are scheduled ahead of program/erase work that
 // has not started (controllers prioritize reads), which then finishes later
 // by the read's duration, but deadlines already given are not revised.
-// The host link (host_link_mb_s != 0) carries read data in the order it is
-// ready in the controller (ties in submission order), as a controller
-// transfers a read when its data is in: a read's Submit returns the time
-// its data is ready as a poll time (not final) and Poll gives its end on
-// the link, which depends only on reads ready no later (all submitted by
-// then), so deadlines stay a function of the request stream. A read holds
-// its admission slot until its data is ready plus its own transfer time
-// (not its wait for the link). Writes take the link in submission order,
-// when the host sends the data (after buffer space).
+// A read moves its data in two stages, each served in the order the data is
+// ready there (ties in submission order), as a controller moves a page when
+// it is sensed and sends a read when its data is in: each page's channel
+// (from when the die has sensed it), then the host link (host_link_mb_s !=
+// 0; from when the read's last page is in the controller). A read's Submit
+// returns, as a poll time (not final), when its last page is sensed; a Poll
+// then gives when its data is in the controller (not final) and then its
+// end. Each stage's order depends only on data ready no later, whose reads
+// were all submitted by then (sensing takes time), so deadlines stay a
+// function of the request stream. A die's sensing unit is free once its
+// page's own transfer time has passed (the page moves to a cache register;
+// a wait for the channel does not hold the die), and a read holds its
+// admission slot until its pages are sensed plus its own transfer times.
+// Writes, GC and SLC folds take the channels and the link in submission
+// order (their own channel timeline; the link when the host sends a write's
+// data, after buffer space).
 // Thread-safety: none (see Device).
 #ifndef DEVMODEL_SRC_SSD_MODEL_H_
 #define DEVMODEL_SRC_SSD_MODEL_H_
@@ -46,9 +53,9 @@ class SsdModel final : public Device, private FtlListener {
   SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed);
 
   Completion Submit(const Request& r, TimeNs now) override;
-  // A read's end on the host link once its data is ready (see above).
+  // A read's next stage (see above).
   Completion Poll(std::uint64_t tag, TimeNs now) override;
-  bool deadlines_final() const override { return c_.host_link_mb_s == 0; }
+  bool deadlines_final() const override { return false; }  // reads: see above
   std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
   std::string CountersJson() const override;
@@ -96,7 +103,12 @@ class SsdModel final : public Device, private FtlListener {
 
   Admission Admit(const Request& r, TimeNs now);
   Admission AdmitRoundRobin(const Request& r, TimeNs now);
-  TimeNs Read(const Request& r, TimeNs t0);
+  // Senses the pages `r` reads from t0 and queues their channel transfers
+  // for the read `seq`; returns when its last page is sensed (t0 if it reads
+  // no NAND) and sets the number of pages and when the last of them would be
+  // through its channel with no wait.
+  TimeNs Read(const Request& r, TimeNs t0, std::uint64_t seq, std::uint32_t* pages,
+              TimeNs* own_end);
   TimeNs Write(const Request& r, TimeNs t0);
   TimeNs Flush(TimeNs t0);
   TimeNs Trim(const Request& r, TimeNs t0);
@@ -119,7 +131,8 @@ class SsdModel final : public Device, private FtlListener {
   }
   // Sensing rounds a read retry adds (0 unless read_retry_probability > 0).
   std::uint32_t ReadRetryRounds();
-  // Reads `units` of global page `page` on `die`, arriving at `t`.
+  // Senses `units` of global page `page` on `die`, arriving at `t`; returns
+  // when the page is sensed (its channel transfer is queued by the caller).
   TimeNs ReadPage(std::uint32_t die, std::uint32_t page, TimeNs t, std::uint32_t units);
   bool InWriteBuffer(std::uint32_t ppn, TimeNs t);
   // Time `bytes` take on the host link. REQUIRES: host_link_mb_s != 0.
@@ -136,11 +149,11 @@ class SsdModel final : public Device, private FtlListener {
     *link_busy = start + LinkNs(bytes);
     return *link_busy;
   }
-  // Puts every queued read transfer whose data is ready by `now` on the
-  // link, in ready order. All reads ready by `now` were submitted by then
-  // (a read's data is never ready before its submission), so each end is
-  // final when computed.
-  void ServeLinkOut(TimeNs now);
+  // Serves every queued page transfer whose page is sensed by `now` on its
+  // channel, then every read whose data is in the controller by `now` on the
+  // host link, each in ready order. All data ready by `now` belongs to reads
+  // submitted by then, so each time is final when computed.
+  void ServeReads(TimeNs now);
   std::uint32_t ChannelOf(std::uint32_t die) const { return die % c_.channels; }
   // Mapping unit holding byte `offset` (a shift when the unit is a power of 2).
   std::uint64_t UnitOf(std::uint64_t offset) const {
@@ -173,36 +186,42 @@ class SsdModel final : public Device, private FtlListener {
   std::uint64_t link_memo_bytes_ = 0;      // last host-link transfer size...
   TimeNs link_memo_ns_ = 0;                // ...and its duration
   std::vector<TimeNs> channel_busy_;       // program and GC transfers
-  std::vector<TimeNs> read_channel_busy_;  // host read transfers (prioritized)
+  std::vector<TimeNs> read_channel_busy_;  // host page transfers (prioritized)
   TimeNs link_in_busy_ = 0, link_out_busy_ = 0;
-  // Host read transfers waiting for their data (host_link_mb_s != 0), the
-  // earliest ready first, ties in submission order (seq).
-  struct LinkOut {
+  // A page transfer (channel) or a read's transfer (host link) waiting for
+  // its data; served earliest ready first, ties in submission order (seq:
+  // per page for channels, the read's for the link).
+  struct Transfer {
     TimeNs ready, xfer;
-    std::uint64_t seq, tag;
-    bool operator>(const LinkOut& o) const {
+    std::uint64_t seq, tag, read_seq;
+    std::uint32_t channel;  // channel transfers only
+    bool operator>(const Transfer& o) const {
       return ready != o.ready ? ready > o.ready : seq > o.seq;
     }
   };
-  std::priority_queue<LinkOut, std::vector<LinkOut>, std::greater<>> link_out_queue_;
-  std::uint64_t link_out_seq_ = 0;
-  // Per tag of a read not yet polled final: its data-ready time while queued
-  // (served false), then its end on the link.
-  struct LinkOutState {
-    TimeNs time;
-    std::uint64_t seq;  // of its LinkOut
-    bool served;
+  using TransferQueue = std::priority_queue<Transfer, std::vector<Transfer>, std::greater<>>;
+  TransferQueue channel_queue_, link_out_queue_;
+  std::uint64_t read_seq_ = 0, page_seq_ = 0;
+  // Per tag of a read not yet polled final.
+  enum class ReadStage : std::uint8_t { kChannel, kLink, kDone };
+  struct ReadState {
+    TimeNs time;        // kChannel: its last page sensed; kLink: data in; kDone: end
+    TimeNs data_in;     // latest end of its page transfers served so far
+    TimeNs link_xfer;   // its own time on the host link
+    std::uint64_t seq;  // the read's, in submission order (tags can be reused)
+    std::uint32_t pages_left;  // page transfers not yet served
+    ReadStage stage;
   };
-  using LinkOutReads = std::unordered_map<std::uint64_t, LinkOutState>;
-  LinkOutReads link_out_reads_;
-  // Nodes of link_out_reads_ taken out at a read's end and reused for later
-  // reads, so that the per-read path allocates only while the most reads yet
-  // are outstanding.
-  std::vector<LinkOutReads::node_type> link_out_spare_;
-  void TrackLinkRead(std::uint64_t tag, const LinkOutState& state);
-  void ForgetLinkRead(LinkOutReads::iterator it) {
-    link_out_spare_.push_back(link_out_reads_.extract(it));
-  }
+  // A read whose page transfers are all served: queued for the link, or done.
+  void PagesIn(std::uint64_t tag, ReadState* s);
+  using ReadStates = std::unordered_map<std::uint64_t, ReadState>;
+  ReadStates reads_;
+  // Nodes of reads_ taken out at a read's end and reused for later reads,
+  // so that the per-read path allocates only while the most reads yet are
+  // outstanding.
+  std::vector<ReadStates::node_type> reads_spare_;
+  void TrackRead(std::uint64_t tag, const ReadState& state);
+  void ForgetRead(ReadStates::iterator it) { reads_spare_.push_back(reads_.extract(it)); }
   MinHeap inflight_;         // kFifo: ends of admitted commands
   Pipeline read_pipeline_;   // kRoundRobin: reads
   Pipeline write_pipeline_;  // kRoundRobin: writes, flushes, trims

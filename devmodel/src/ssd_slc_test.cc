@@ -92,7 +92,7 @@ TEST(SsdSlcTest, IdleFoldingFreesTheCacheAndDelaysReadsThatMeetIt) {
   // A read just after the idle time: the first fold step is in progress on
   // the die (no suspend), so the read senses after it.
   const TimeNs idle_from = last + c.slc_fold_idle_ns;
-  const TimeNs read_done = ssd->Submit(Rq(Op::kRead, 0, 4096), idle_from + 1000).deadline_ns;
+  const TimeNs read_done = testing::Final(*ssd, Rq(Op::kRead, 0, 4096), idle_from + 1000);
   EXPECT_EQ(read_done, idle_from + fold_step + c.page_read_ns + Xfer(4096, c.channel_mb_s));
   auto j = Counters(*ssd);
   EXPECT_EQ(j["slc_bytes_folded"], kUnitBytes);
