@@ -50,7 +50,13 @@ The stock build takes 5-10 minutes the first time, then is cached.
 With --kind ahci-hd or virtio-blk the same drive sits behind AHCI (NCQ,
 32 commands) or virtio-blk in every step instead of NVMe.
 
+With --baseline DIR (a BLKLAB_BUILD directory: qemu/ and images/, as
+build/ has them) every blklab step also runs on that build, right before
+the same step on BLKLAB_BUILD (or build/), its row marked "(baseline)":
+a change to QEMU measured against the build before it, in one run.
+
 Usage: tests/bench/io-path-cost.py [--rounds 3] [--seconds 2] [--kind nvme|ahci-hd|virtio-blk]
+                                   [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -95,6 +101,17 @@ STEPS = [
          {"profile": str(REPO / "tests" / "profiles" / "ssd-read-100us.toml")}),
     Step("d", "blklab, deterministic, default drive", "blklab", "deterministic", None),
 ]
+
+
+def with_baseline(steps: list[Step]) -> list[Step]:
+    """The steps with each blklab step preceded by the same step on the
+    baseline build (key suffixed "0")."""
+    out = []
+    for s in steps:
+        if s.qemu == "blklab":
+            out.append(Step(s.key + "0", s.label + " (baseline)", "baseline", s.mode, s.drive))
+        out.append(s)
+    return out
 
 # Per guest I/O, as the table prints them: name, column heading, format.
 METRICS = [("wall_us", "wall us", "{:9.1f}"), ("instructions", "instr", "{:9.0f}"),
@@ -200,16 +217,34 @@ def table(steps: list[Step], rounds: dict[str, list[dict]]) -> list[str]:
     medians = {s.key: {name: median([per_io(m)[name] for m in rounds[s.key]])
                        for name, _, _ in METRICS} for s in steps}
     ref = medians[steps[0].key]
-    head = f"{'step':42} {'I/Os':>8}" + "".join(f" {h:>9} {'x ' + steps[0].key:>6}"
-                                               for _, h, _ in METRICS)
+    width = max(42, *(len(f"{s.key}. {s.label}") for s in steps))
+    head = f"{'step':{width}} {'I/Os':>8}" + "".join(f" {h:>9} {'x ' + steps[0].key:>6}"
+                                                     for _, h, _ in METRICS)
     lines = [head]
     for s in steps:
         ios = statistics.median(m["ios"] for m in rounds[s.key])
-        row = f"{s.key + '. ' + s.label:42} {ios:8.0f}"
+        row = f"{s.key + '. ' + s.label:{width}} {ios:8.0f}"
         for name, _, fmt in METRICS:
             v, r = medians[s.key][name], ref[name]
             row += f" {fmt.format(v) if v is not None else 'n/a':>9}"
             row += f" {f'{v / r:6.2f}' if v is not None and r else 'n/a':>6}"
+        lines.append(row)
+    return lines
+
+
+def against_baseline(steps: list[Step], rounds: dict[str, list[dict]]) -> list[str]:
+    """Per blklab step run on both builds, the ratio of each median cost
+    per guest I/O on BLKLAB_BUILD to the same on the baseline build."""
+    lines = [f"{'step':6}" + "".join(f" {h + ' x base':>16}" for _, h, _ in METRICS)]
+    for s in steps:
+        if s.qemu != "baseline":
+            continue
+        new_key = s.key[:-1]
+        row = f"{new_key:6}"
+        for name, _, _ in METRICS:
+            base = median([per_io(m)[name] for m in rounds[s.key]])
+            new = median([per_io(m)[name] for m in rounds[new_key]])
+            row += f" {f'{new / base:.3f}' if base and new is not None else 'n/a':>16}"
         lines.append(row)
     return lines
 
@@ -220,7 +255,15 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=2, help="guest seconds of each job")
     ap.add_argument("--kind", choices=KINDS, default="nvme",
                     help="the drive's front end (default nvme)")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="a second blklab build directory (qemu/, images/): every blklab step "
+                         "also runs on it, alternated with BLKLAB_BUILD's")
     args = ap.parse_args()
+    steps = STEPS
+    if args.baseline is not None:
+        if not (args.baseline / "qemu" / "bin" / "qemu-system-x86_64").exists():
+            sys.exit(f"io-path-cost: no QEMU build at {args.baseline / 'qemu'}")
+        steps = with_baseline(STEPS)
     try:
         no_instructions = perf_window.check_perf()
     except perf_window.PerfError as e:
@@ -232,11 +275,11 @@ def main() -> int:
         tmp = Path(t)
         builds = {"stock": qemu_variant.stock(tmp, "io-path-cost",
                                               lambda m: print(m, file=sys.stderr)),
-                  "blklab": qemu_variant.blklab_build()}
-        rounds: dict[str, list[dict]] = {s.key: [] for s in STEPS}
+                  "blklab": qemu_variant.blklab_build(), "baseline": args.baseline}
+        rounds: dict[str, list[dict]] = {s.key: [] for s in steps}
         try:
             for rnd in range(1, args.rounds + 1):
-                for s in STEPS:
+                for s in steps:
                     rounds[s.key].append(run_cell(tmp, builds[s.qemu], s, args.seconds, rnd,
                                                   args.kind))
         except perf_window.PerfError as e:
@@ -246,8 +289,14 @@ def main() -> int:
           f"steps alternated")
     print("(wall: host us of workload wall time; instr: QEMU's instructions; task: QEMU's "
           "task-clock us; ctx sw: its context switches)")
-    for line in table(STEPS, rounds):
+    if args.baseline is not None:
+        print(f"(baseline) rows: the build in {args.baseline}")
+    for line in table(steps, rounds):
         print(line)
+    if args.baseline is not None:
+        print("this build against the baseline, median per guest I/O:")
+        for line in against_baseline(steps, rounds):
+            print(line)
     if no_instructions:
         print(f"instructions: n/a, {no_instructions}")
     return 0

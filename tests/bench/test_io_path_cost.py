@@ -80,3 +80,26 @@ def test_a_metric_perf_cannot_count_is_n_a_not_zero():
               "b": [round_(1000, 0.10, None, 90.0, 900)]}
     _, a, b = bench.table(steps, rounds)
     assert b.split()[-8:] == ["100.0", "2.00", "n/a", "n/a", "90.0", "1.50", "0.900", "1.80"]
+
+
+def test_baseline_runs_each_blklab_step_first_on_the_other_build():
+    steps = bench.with_baseline(bench.STEPS)
+    assert [s.key for s in steps] == ["a", "b0", "b", "c0", "c", "d0", "d"]
+    assert [s.qemu for s in steps] == ["stock", "baseline", "blklab", "baseline", "blklab",
+                                       "baseline", "blklab"]
+    for base, new in zip(steps[1::2], steps[2::2]):
+        assert (base.mode, base.drive) == (new.mode, new.drive)
+        assert bench.scenario(base, 5) == bench.scenario(new, 5)
+
+
+def test_against_baseline_gives_each_steps_ratio_to_its_baseline():
+    steps = bench.with_baseline(bench.STEPS[:2])
+    rounds = {"a": [round_(1000, 0.05, None, 60.0, 500)],
+              "b0": [round_(1000, 0.10, None, 90.0, 3000), round_(1000, 0.08, None, 70.0, 2000),
+                     round_(1000, 0.12, None, 80.0, 2500)],
+              "b": [round_(2000, 0.18, None, 140.0, 4000), round_(2000, 0.16, None, 120.0, 4000),
+                    round_(2000, 0.14, None, 160.0, 4000)]}
+    head, b = bench.against_baseline(steps, rounds)
+    assert head.split()[0] == "step"
+    # b0: 100 us wall, 80 us task, 2.5 switches per I/O; b: 80, 70, 2.0
+    assert b.split() == ["b", "0.800", "n/a", "0.875", "0.800"]
