@@ -29,6 +29,34 @@ std::unique_ptr<Device> Load(const std::string& text) {
   return d;
 }
 
+// Opens `text` through the C ABI, as QEMU does a profile file (seed 1).
+devmodel_t* OpenText(const std::string& text, char** err) {
+  char path[] = "/tmp/devmodel-faults-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return nullptr;
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  devmodel_t* m = written ? devmodel_open(path, 1, err) : nullptr;
+  unlink(path);
+  return m;
+}
+
+// A desktop HDD (its queue polls) with fault `f` from origin 0 in *d, and
+// the final answer to a 4 KiB read of block 0 (tag 7) submitted at 0,
+// polled whenever the model asks.
+Completion HddReadWith(const Fault& f, std::unique_ptr<FaultyDevice>* d) {
+  std::string error;
+  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
+  *d = std::make_unique<FaultyDevice>(LoadProfile(path, 3, &error), FaultSchedule({f}));
+  (*d)->SetOrigin(0);
+  Request r;
+  r.length_bytes = 4096;
+  r.tag = 7;
+  Completion c = (*d)->Submit(r, 0);
+  while (!c.final) c = (*d)->Poll(7, c.deadline_ns);
+  return c;
+}
+
 Request Read(std::uint64_t tag) {
   Request r;
   r.op = Op::kRead;
@@ -194,16 +222,9 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
 }
 
 TEST(FaultsTest, CApiSetsTheOriginAndReportsTheFaults) {
-  char path[] = "/tmp/devmodel-faults-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text =
-      FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 1\nduration_ms = 2\n");
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
   char* err = nullptr;
-  devmodel_t* m = devmodel_open(path, 1, &err);
-  unlink(path);
+  devmodel_t* m =
+      OpenText(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 1\nduration_ms = 2\n"), &err);
   ASSERT_NE(m, nullptr) << err;
   devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};
   devmodel_completion c;
@@ -284,16 +305,11 @@ TEST(FaultsTest, MediaErrorInAWindowFailsWritesWhenAsked) {
 }
 
 TEST(FaultsTest, CApiResultCarriesTheMediaErrorAndTheOldCallsStillWork) {
-  char path[] = "/tmp/devmodel-faults-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = FixedProfile(
-      "[[fault]]\nkind = \"media_error\"\nlba_start = 8\nlba_count = 8\nretry_ms = 1\n");
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
   char* err = nullptr;
-  devmodel_t* m = devmodel_open(path, 1, &err);
-  unlink(path);
+  devmodel_t* m = OpenText(
+      FixedProfile(
+          "[[fault]]\nkind = \"media_error\"\nlba_start = 8\nlba_count = 8\nretry_ms = 1\n"),
+      &err);
   ASSERT_NE(m, nullptr) << err;
   devmodel_set_origin(m, 0);
   devmodel_request r = {DEVMODEL_OP_READ, 0, 4096, 4096, 1};
@@ -327,21 +343,13 @@ TEST(FaultsTest, CApiResultCarriesTheMediaErrorAndTheOldCallsStillWork) {
 }
 
 TEST(FaultsTest, HddMediaErrorIsReportedOnThePolledFinalDeadline) {
-  std::string error;
-  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
   Fault f;
   f.kind = FaultKind::kMediaError;
   f.duration_ns = kForever;
   f.lba_start = 0;
   f.lba_count = 1;
-  FaultyDevice d(LoadProfile(path, 3, &error), FaultSchedule({f}));
-  d.SetOrigin(0);
-  Request r;
-  r.length_bytes = 4096;
-  r.tag = 7;
-  Completion c = d.Submit(r, 0);
-  while (!c.final) c = d.Poll(7, c.deadline_ns);
-  EXPECT_EQ(c.status, Status::kMediaError);
+  std::unique_ptr<FaultyDevice> d;
+  EXPECT_EQ(HddReadWith(f, &d).status, Status::kMediaError);
 }
 
 TEST(FaultsTest, TimeoutLosesReadsSubmittedInTheWindowThatTouchTheRange) {
@@ -405,36 +413,22 @@ TEST(FaultsTest, TimeoutWithoutARangeLosesEveryBlockAndWritesWhenAsked) {
 }
 
 TEST(FaultsTest, HddLostRequestIsPolledToItsEndThenLost) {
-  std::string error;
-  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
   Fault f;
   f.kind = FaultKind::kTimeout;
   f.duration_ns = kMs;
-  FaultyDevice d(LoadProfile(path, 3, &error), FaultSchedule({f}));
-  d.SetOrigin(0);
-  Request r;
-  r.length_bytes = 4096;
-  r.tag = 7;
-  Completion c = d.Submit(r, 0);
+  std::unique_ptr<FaultyDevice> d;
   // The inner model still serves it (its state as if it did the work); the
   // final answer is that the device never completes it.
-  while (!c.final) c = d.Poll(7, c.deadline_ns);
+  const Completion c = HddReadWith(f, &d);
   EXPECT_EQ(c.status, Status::kLost);
   EXPECT_GT(c.deadline_ns, 0u);
-  EXPECT_TRUE(d.Cancel(7));
+  EXPECT_TRUE(d->Cancel(7));
 }
 
 TEST(FaultsTest, CApiLostRequestHasNoServiceTimeAndIsCancelledOnce) {
-  char path[] = "/tmp/devmodel-faults-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text =
-      FixedProfile("[[fault]]\nkind = \"timeout\"\nat_ms = 0\nduration_ms = 1\n");
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
   char* err = nullptr;
-  devmodel_t* m = devmodel_open(path, 1, &err);
-  unlink(path);
+  devmodel_t* m =
+      OpenText(FixedProfile("[[fault]]\nkind = \"timeout\"\nat_ms = 0\nduration_ms = 1\n"), &err);
   ASSERT_NE(m, nullptr) << err;
   devmodel_set_origin(m, 0);
   devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};

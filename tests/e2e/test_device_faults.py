@@ -75,15 +75,21 @@ def run(scenario: Path, out: Path) -> dict[str, dict]:
     return cells_of(out)
 
 
-@pytest.fixture(scope="module")
-def twice(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("device-faults")
-    s = tmp / "device-faults.toml"
-    s.write_text(SCENARIO)
+def idle_and_busy(tmp_path_factory, name: str, text: str):
+    """The scenario `text` run on an idle host, then with every core busy:
+    ((cells, cells), (run dir, run dir))."""
+    tmp = tmp_path_factory.mktemp(name)
+    s = tmp / f"{name}.toml"
+    s.write_text(text)
     idle = run(s, tmp / "idle")
     with cpu_hog():
         busy = run(s, tmp / "busy")
     return (idle, busy), (tmp / "idle", tmp / "busy")
+
+
+@pytest.fixture(scope="module")
+def twice(built, tmp_path_factory):
+    return idle_and_busy(tmp_path_factory, "device-faults", SCENARIO)
 
 
 def reads(cell: dict) -> dict:
@@ -177,13 +183,7 @@ MEDIA_SCENARIO = (
 
 @pytest.fixture(scope="module")
 def media_twice(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("media-error")
-    s = tmp / "media-error.toml"
-    s.write_text(MEDIA_SCENARIO)
-    idle = run(s, tmp / "idle")
-    with cpu_hog():
-        busy = run(s, tmp / "busy")
-    return (idle, busy), (tmp / "idle", tmp / "busy")
+    return idle_and_busy(tmp_path_factory, "media-error", MEDIA_SCENARIO)
 
 
 def check_media_error_cell(c: dict, failed_is_an_io: bool) -> None:
@@ -266,13 +266,7 @@ _RESET = re.compile(r"^nvme nvme0: I/O tag (\d+) \(([0-9a-f]{4})\) opcode 0x2 \(
 
 @pytest.fixture(scope="module")
 def timeout_twice(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nvme-timeout")
-    s = tmp / "nvme-timeout.toml"
-    s.write_text(TIMEOUT_SCENARIO)
-    idle = run(s, tmp / "idle")
-    with cpu_hog():
-        busy = run(s, tmp / "busy")
-    return (idle, busy), (tmp / "idle", tmp / "busy")
+    return idle_and_busy(tmp_path_factory, "nvme-timeout", TIMEOUT_SCENARIO)
 
 
 def test_timeout_runs_the_kernels_abort_then_reset_and_the_retry_completes(timeout_twice):
