@@ -82,6 +82,8 @@ class Session {
         PollUnknown(d);
       } else if (action == 15 && d.ConsumeBool()) {
         SetOrigin(d);
+      } else if (action == 14 && d.ConsumeBool()) {
+        Cancel(d);
       } else {
         CheckCounters();
       }
@@ -265,6 +267,8 @@ class Session {
     if (final_only_ && c.final != 1) Violation("non-final deadline from a final-only device");
     if (!c.final)
       pending_[r.tag] = {c.deadline_ns, 0};
+    else if (raw.status == devmodel::Status::kLost)
+      lost_.push_back(r.tag);  // held until cancelled: its tag is not reused
     else
       finished_.push_back(r.tag);
     if (finished_.size() > 64) finished_.erase(finished_.begin());
@@ -307,7 +311,11 @@ class Session {
     if (c.deadline_ns < now) Violation("deadline before now (poll)");
     if (c.final) {
       pending_.erase(it);
-      finished_.push_back(tag);
+      if (raw.status == devmodel::Status::kLost) {
+        lost_.push_back(tag);
+      } else {
+        finished_.push_back(tag);
+      }
     } else {
       it->second.deadline = c.deadline_ns;
       if (++it->second.polls > kMaxPollsPerRequest) Violation("a request is polled forever");
@@ -352,13 +360,38 @@ class Session {
   // A result's status is the model's, and only a final result has one.
   void CheckStatus(const devmodel_result& res, const devmodel::Completion& raw,
                    const std::string& what) {
-    if (res.status != DEVMODEL_STATUS_OK && res.status != DEVMODEL_STATUS_MEDIA_ERROR) {
+    if (res.status != DEVMODEL_STATUS_OK && res.status != DEVMODEL_STATUS_MEDIA_ERROR &&
+        res.status != DEVMODEL_STATUS_LOST) {
       Violation("unknown status", what);
     }
     const bool media = raw.final && raw.status == devmodel::Status::kMediaError;
-    if ((res.status == DEVMODEL_STATUS_MEDIA_ERROR) != media) {
+    const bool lost = raw.final && raw.status == devmodel::Status::kLost;
+    if ((res.status == DEVMODEL_STATUS_MEDIA_ERROR) != media ||
+        (res.status == DEVMODEL_STATUS_LOST) != lost) {
       Violation("two instances of one profile and seed disagree on the status", what);
     }
+  }
+
+  // The host takes a request back: a lost one, one still polled, or a tag
+  // the model no longer has (ignored). Both instances learn of it.
+  void Cancel(FuzzedDataProvider& d) {
+    std::uint64_t tag = next_tag_ + 1000 + d.ConsumeIntegral<std::uint16_t>();
+    const int which = d.ConsumeIntegralInRange(0, 3);
+    if (which <= 1 && !lost_.empty()) {
+      const std::size_t i = d.ConsumeIntegralInRange<std::size_t>(0, lost_.size() - 1);
+      tag = lost_[i];
+      lost_.erase(lost_.begin() + static_cast<std::ptrdiff_t>(i));
+      finished_.push_back(tag);
+    } else if (which == 2 && !pending_.empty()) {
+      auto it = pending_.begin();
+      std::advance(it, d.ConsumeIntegralInRange<std::size_t>(0, pending_.size() - 1));
+      tag = it->first;
+      pending_.erase(it);
+      finished_.push_back(tag);
+    }
+    const std::uint64_t now = Advance(NextNow(d));
+    devmodel_cancel(m_, tag, now);
+    if (auto* faulty = devmodel::FaultyDevice::Of(shadow_.get())) faulty->Cancel(tag);
   }
 
   void CheckCounters() {
@@ -383,6 +416,7 @@ class Session {
   std::uint64_t last_end_ = 0;
   std::map<std::uint64_t, Pending> pending_;
   std::vector<std::uint64_t> finished_;
+  std::vector<std::uint64_t> lost_;  // final and lost, not cancelled yet
   int submits_ = 0, polls_ = 0, unknown_polls_ = 0;
 };
 

@@ -268,12 +268,13 @@ std::string ToText(const ProfileMap& p, FuzzedDataProvider& d) {
   return text;
 }
 
-// Now and then [[fault]] tables (devmodel/faults.h): stalls, slow windows and
-// media errors within the session's first few ms and blocks, so that they
-// fire; rarely a bad one.
+// Now and then [[fault]] tables (devmodel/faults.h): stalls, slow windows,
+// media errors and timeouts within the session's first few ms and blocks, so
+// that they fire; rarely a bad one.
 std::string FaultTables(FuzzedDataProvider& d) {
-  static const char* const kKinds[] = {"stall", "slow", "media_error", "stall",
-                                       "slow", "media_error", "timeout"};
+  static const char* const kKinds[] = {"stall",   "slow",        "media_error",
+                                       "timeout", "stall",       "slow",
+                                       "media_error", "timeout", "reset"};
   const int n = std::max(0, d.ConsumeIntegralInRange(0, 15) - 11);  // 0 mostly, else 1-4
   std::string text;
   for (int i = 0; i < n; ++i) {
@@ -286,7 +287,8 @@ std::string FaultTables(FuzzedDataProvider& d) {
     if ((kind == "slow") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
       text += "factor = " + Number(d.ConsumeFloatingPointInRange(0.5, 20.0)) + "\n";
     }
-    if ((kind == "media_error") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
+    const bool ranged = kind == "media_error" || (kind == "timeout" && d.ConsumeBool());
+    if (ranged != (d.ConsumeIntegralInRange(0, 31) == 0)) {
       text += "lba_start = " + std::to_string(d.ConsumeIntegralInRange(0, 4096)) + "\n";
       text += "lba_count = " + std::to_string(d.ConsumeIntegralInRange(0, 4096)) + "\n";
       if (d.ConsumeBool()) {

@@ -45,6 +45,7 @@ struct devmodel_t {
   };
   std::unordered_map<uint64_t, Pending> pending;  // by tag, until final
   uint64_t media_errors[2] = {0, 0};              // reads, writes
+  uint64_t lost[2] = {0, 0};                      // reads, writes
 };
 
 namespace {
@@ -127,6 +128,10 @@ void SetResult(devmodel_t* m, const devmodel::Completion& c, uint64_t now, uint3
     out->status = DEVMODEL_STATUS_MEDIA_ERROR;
     if (op <= DEVMODEL_OP_WRITE) ++m->media_errors[op];
   }
+  if (c.final && c.status == devmodel::Status::kLost) {
+    out->status = DEVMODEL_STATUS_LOST;
+    if (op <= DEVMODEL_OP_WRITE) ++m->lost[op];
+  }
 }
 
 void ToCompletion(const devmodel_result& r, devmodel_completion* out) {
@@ -158,7 +163,9 @@ void devmodel_submit_result(devmodel_t* model, const devmodel_request* request, 
       return;
     }
     SetResult(model, model->device->Submit(r, now), now, request->op, out);
-    if (out->final) {
+    if (out->final && out->status == DEVMODEL_STATUS_LOST) {
+      // Never completed: no service time.
+    } else if (out->final) {
       model->service[request->op].Add(out->deadline_ns - now);
     } else {
       model->pending[request->tag] = {now, request->op};
@@ -190,7 +197,9 @@ void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devm
         it != model->pending.end() ? it->second.op : static_cast<uint32_t>(DEVMODEL_OP_FLUSH);
     SetResult(model, c, now, op, out);
     if (out->final && it != model->pending.end()) {
-      model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
+      if (out->status != DEVMODEL_STATUS_LOST) {
+        model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
+      }
       model->pending.erase(it);
     }
   } catch (const std::exception& e) {
@@ -207,6 +216,12 @@ void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_co
   ToCompletion(r, out);
 }
 
+void devmodel_cancel(devmodel_t* model, uint64_t tag, uint64_t now_ns) {
+  Clamp(model, now_ns);
+  model->pending.erase(tag);
+  model->faulty->Cancel(tag);
+}
+
 char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
   try {
     nlohmann::json counters = nlohmann::json::parse(model->device->CountersJson());
@@ -217,6 +232,8 @@ char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
     }
     counters["media_errors"] = {{"read", model->media_errors[DEVMODEL_OP_READ]},
                                 {"write", model->media_errors[DEVMODEL_OP_WRITE]}};
+    counters["lost"] = {{"read", model->lost[DEVMODEL_OP_READ]},
+                        {"write", model->lost[DEVMODEL_OP_WRITE]}};
     char* s = CopyString(counters.dump());
     if (s == nullptr) SetError(errptr, "devmodel_counters_json: out of memory");
     return s;

@@ -19,6 +19,8 @@ const char* FaultKindName(FaultKind kind) {
       return "slow";
     case FaultKind::kMediaError:
       return "media_error";
+    case FaultKind::kTimeout:
+      return "timeout";
   }
   return "unknown";
 }
@@ -35,6 +37,15 @@ FaultSchedule::FaultSchedule(std::vector<Fault> faults)
 }
 
 int FaultSchedule::MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes) {
+  return Match(FaultKind::kMediaError, r, submit_ns, block_bytes);
+}
+
+int FaultSchedule::Lost(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes) {
+  return Match(FaultKind::kTimeout, r, submit_ns, block_bytes);
+}
+
+int FaultSchedule::Match(FaultKind kind, const Request& r, TimeNs submit_ns,
+                         std::uint32_t block_bytes) {
   if (!origin_ || faults_.empty() || block_bytes == 0) return -1;
   if (r.op != Op::kRead && r.op != Op::kWrite) return -1;
   if (r.length_bytes == 0) return -1;
@@ -42,10 +53,12 @@ int FaultSchedule::MediaError(const Request& r, TimeNs submit_ns, std::uint32_t 
   const std::uint64_t last = (r.offset_bytes + r.length_bytes - 1) / block_bytes;
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     const Fault& f = faults_[i];
-    if (f.kind != FaultKind::kMediaError || (r.op == Op::kWrite && !f.writes)) continue;
+    if (f.kind != kind || (r.op == Op::kWrite && !f.writes)) continue;
     const TimeNs s = AddSat(*origin_, f.at_ns), e = AddSat(s, f.duration_ns);
     if (submit_ns < s || (f.duration_ns != kForever && submit_ns >= e)) continue;
-    if (last < f.lba_start || (first >= f.lba_start && first - f.lba_start >= f.lba_count)) {
+    const bool whole_device = f.kind == FaultKind::kTimeout && f.lba_count == 0;
+    if (!whole_device &&
+        (last < f.lba_start || (first >= f.lba_start && first - f.lba_start >= f.lba_count))) {
       continue;
     }
     ++affected_[i];
@@ -97,12 +110,12 @@ std::string FaultSchedule::AddCounters(const std::string& json_object) const {
       one["end_ns"] = nullptr;
     }
     if (f.kind == FaultKind::kSlow) one["factor"] = static_cast<double>(f.factor_ppm) / 1e6;
-    if (f.kind == FaultKind::kMediaError) {
+    if (f.kind == FaultKind::kMediaError || f.kind == FaultKind::kTimeout) {
       one["lba_start"] = f.lba_start;
       one["lba_count"] = f.lba_count;
-      one["retry_ns"] = f.retry_ns;
       one["writes"] = f.writes;
     }
+    if (f.kind == FaultKind::kMediaError) one["retry_ns"] = f.retry_ns;
     one["requests"] = affected_[i];
     list.push_back(one);
   }
@@ -115,8 +128,15 @@ FaultyDevice::FaultyDevice(std::unique_ptr<Device> inner, FaultSchedule schedule
 
 FaultyDevice* FaultyDevice::Of(Device* device) { return dynamic_cast<FaultyDevice*>(device); }
 
-Completion FaultyDevice::Finish(Completion c, TimeNs submit_ns, int media_error, TimeNs now) {
+Completion FaultyDevice::Finish(std::uint64_t tag, Completion c, TimeNs submit_ns,
+                                int media_error, int lost, TimeNs now) {
   TimeNs d = std::max(c.deadline_ns, now);
+  if (lost >= 0) {
+    c.deadline_ns = d;
+    c.status = Status::kLost;
+    lost_.insert(tag);
+    return c;
+  }
   if (media_error >= 0) {
     d = AddSat(d, schedule_.faults()[static_cast<std::size_t>(media_error)].retry_ns);
     c.status = Status::kMediaError;
@@ -127,12 +147,14 @@ Completion FaultyDevice::Finish(Completion c, TimeNs submit_ns, int media_error,
 
 Completion FaultyDevice::Submit(const Request& r, TimeNs now) {
   Completion c = inner_->Submit(r, now);
-  const int media_error = schedule_.MediaError(r, now, inner_->logical_block_bytes());
+  const std::uint32_t block = inner_->logical_block_bytes();
+  const int lost = schedule_.Lost(r, now, block);
+  const int media_error = lost >= 0 ? -1 : schedule_.MediaError(r, now, block);
   if (!c.final) {
-    submitted_[r.tag] = {now, media_error};
+    submitted_[r.tag] = {now, media_error, lost};
     return c;
   }
-  return Finish(c, now, media_error, now);
+  return Finish(r.tag, c, now, media_error, lost, now);
 }
 
 Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
@@ -141,18 +163,28 @@ Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
   if (c.final && it != submitted_.end()) {  // an unknown tag stays {now, true}
     const Pending p = it->second;
     submitted_.erase(it);
-    return Finish(c, std::min(p.submit_ns, now), p.media_error, now);
+    return Finish(tag, c, std::min(p.submit_ns, now), p.media_error, p.lost, now);
   }
   return c;
 }
 
+bool FaultyDevice::Cancel(std::uint64_t tag) {
+  const bool had = submitted_.erase(tag) + lost_.erase(tag) > 0;
+  if (had) ++cancelled_;
+  return had;
+}
+
 std::string FaultyDevice::CountersJson() const {
-  return schedule_.AddCounters(inner_->CountersJson());
+  nlohmann::json j = nlohmann::json::parse(schedule_.AddCounters(inner_->CountersJson()));
+  j["cancelled"] = cancelled_;
+  j["lost_held"] = lost_.size();
+  return j.dump();
 }
 
 std::uint64_t FaultyDevice::MemoryBytes() const {
   return sizeof(*this) + inner_->MemoryBytes() +
          submitted_.size() * (sizeof(std::uint64_t) + sizeof(Pending) + 2 * sizeof(void*)) +
+         lost_.size() * (sizeof(std::uint64_t) + 2 * sizeof(void*)) +
          schedule_.faults().size() * (sizeof(Fault) + 2 * sizeof(std::uint64_t));
 }
 

@@ -29,6 +29,34 @@ std::unique_ptr<Device> Load(const std::string& text) {
   return d;
 }
 
+// Opens `text` through the C ABI, as QEMU does a profile file (seed 1).
+devmodel_t* OpenText(const std::string& text, char** err) {
+  char path[] = "/tmp/devmodel-faults-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return nullptr;
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  devmodel_t* m = written ? devmodel_open(path, 1, err) : nullptr;
+  unlink(path);
+  return m;
+}
+
+// A desktop HDD (its queue polls) with fault `f` from origin 0 in *d, and
+// the final answer to a 4 KiB read of block 0 (tag 7) submitted at 0,
+// polled whenever the model asks.
+Completion HddReadWith(const Fault& f, std::unique_ptr<FaultyDevice>* d) {
+  std::string error;
+  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
+  *d = std::make_unique<FaultyDevice>(LoadProfile(path, 3, &error), FaultSchedule({f}));
+  (*d)->SetOrigin(0);
+  Request r;
+  r.length_bytes = 4096;
+  r.tag = 7;
+  Completion c = (*d)->Submit(r, 0);
+  while (!c.final) c = (*d)->Poll(7, c.deadline_ns);
+  return c;
+}
+
 Request Read(std::uint64_t tag) {
   Request r;
   r.op = Op::kRead;
@@ -138,9 +166,21 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
     const char* faults;
     const char* message;
   } cases[] = {
-      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\n",
-       "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\" \"media_error\", got "
-       "\"timeout\""},
+      {"[[fault]]\nkind = \"reset\"\nduration_ms = 1\n",
+       "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\" \"media_error\" "
+       "\"timeout\", got \"reset\""},
+      {"[[fault]]\nkind = \"timeout\"\n",
+       "test.toml:6: key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)"},
+      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\nlba_start = 3\n",
+       "test.toml:6: a \"timeout\" fault takes both 'fault.lba_start' and 'fault.lba_count' (a "
+       "range) or neither (every block)"},
+      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\nretry_ms = 3\n",
+       "test.toml:9: key 'fault.retry_ms' is for kind \"media_error\" only"},
+      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\nfactor = 3\n",
+       "test.toml:9: key 'fault.factor' is for kind \"slow\" only"},
+      {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\nlba_start = 2097151\nlba_count = 2\n",
+       "test.toml:9: key 'fault.lba_start' + 'fault.lba_count' (2097151 + 2) ends past the "
+       "device's 2097152 logical blocks of 512 bytes"},
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nfactor = 2\n",
        "test.toml:9: key 'fault.factor' is for kind \"slow\" only"},
       {"[[fault]]\nkind = \"slow\"\nduration_ms = 1\nfactor = 1\n",
@@ -155,16 +195,16 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
        "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, duration_ms, "
        "factor, lba_start, lba_count, retry_ms, writes)"},
       {"[[fault]]\nduration_ms = 1\n", "test.toml:6: missing key 'fault.kind' (one of \"stall\" "
-                                       "\"slow\" \"media_error\")"},
+                                       "\"slow\" \"media_error\" \"timeout\")"},
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\n",
        "test.toml:6: missing key 'fault.lba_count' (blocks that fail, from lba_start)"},
       {"[[fault]]\nkind = \"media_error\"\nlba_count = 8\n",
        "test.toml:6: missing key 'fault.lba_start' (the first block that fails)"},
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nlba_start = 3\n",
-       "test.toml:9: key 'fault.lba_start' is for kind \"media_error\" only"},
+       "test.toml:9: key 'fault.lba_start' is for kind \"media_error\" or \"timeout\" only"},
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\nlba_count = 0\n",
        "test.toml:9: key 'fault.lba_count' must be an integer in [1, 1152921504606846976] "
-       "logical blocks (media_error only), got 0"},
+       "logical blocks (media_error; timeout: absent = every block), got 0"},
       // 1 GiB of 512-byte blocks: 2097152 blocks.
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 2097150\nlba_count = 3\n",
        "test.toml:8: key 'fault.lba_start' + 'fault.lba_count' (2097150 + 3) ends past the "
@@ -182,16 +222,9 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
 }
 
 TEST(FaultsTest, CApiSetsTheOriginAndReportsTheFaults) {
-  char path[] = "/tmp/devmodel-faults-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text =
-      FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 1\nduration_ms = 2\n");
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
   char* err = nullptr;
-  devmodel_t* m = devmodel_open(path, 1, &err);
-  unlink(path);
+  devmodel_t* m =
+      OpenText(FixedProfile("[[fault]]\nkind = \"stall\"\nat_ms = 1\nduration_ms = 2\n"), &err);
   ASSERT_NE(m, nullptr) << err;
   devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};
   devmodel_completion c;
@@ -272,16 +305,11 @@ TEST(FaultsTest, MediaErrorInAWindowFailsWritesWhenAsked) {
 }
 
 TEST(FaultsTest, CApiResultCarriesTheMediaErrorAndTheOldCallsStillWork) {
-  char path[] = "/tmp/devmodel-faults-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = FixedProfile(
-      "[[fault]]\nkind = \"media_error\"\nlba_start = 8\nlba_count = 8\nretry_ms = 1\n");
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
   char* err = nullptr;
-  devmodel_t* m = devmodel_open(path, 1, &err);
-  unlink(path);
+  devmodel_t* m = OpenText(
+      FixedProfile(
+          "[[fault]]\nkind = \"media_error\"\nlba_start = 8\nlba_count = 8\nretry_ms = 1\n"),
+      &err);
   ASSERT_NE(m, nullptr) << err;
   devmodel_set_origin(m, 0);
   devmodel_request r = {DEVMODEL_OP_READ, 0, 4096, 4096, 1};
@@ -315,21 +343,123 @@ TEST(FaultsTest, CApiResultCarriesTheMediaErrorAndTheOldCallsStillWork) {
 }
 
 TEST(FaultsTest, HddMediaErrorIsReportedOnThePolledFinalDeadline) {
-  std::string error;
-  const std::string path = std::string(DEVMODEL_PROFILE_DIR) + "/hdd-7200-desktop-1t.toml";
   Fault f;
   f.kind = FaultKind::kMediaError;
   f.duration_ns = kForever;
   f.lba_start = 0;
   f.lba_count = 1;
-  FaultyDevice d(LoadProfile(path, 3, &error), FaultSchedule({f}));
-  d.SetOrigin(0);
-  Request r;
-  r.length_bytes = 4096;
-  r.tag = 7;
-  Completion c = d.Submit(r, 0);
-  while (!c.final) c = d.Poll(7, c.deadline_ns);
-  EXPECT_EQ(c.status, Status::kMediaError);
+  std::unique_ptr<FaultyDevice> d;
+  EXPECT_EQ(HddReadWith(f, &d).status, Status::kMediaError);
+}
+
+TEST(FaultsTest, TimeoutLosesReadsSubmittedInTheWindowThatTouchTheRange) {
+  auto d = Load(FixedProfile(
+      "[[fault]]\nkind = \"timeout\"\nat_ms = 1\nduration_ms = 2\nlba_start = 8\n"
+      "lba_count = 8\n"));
+  FaultyDevice* f = FaultyDevice::Of(d.get());
+  f->SetOrigin(0);
+  const TimeNs s = 1 * kMs, e = 3 * kMs;
+  Request in = Read(1);
+  in.offset_bytes = 15 * 512;  // its first block is the range's last
+  // Before, at the start, at the end of the window.
+  EXPECT_EQ(d->Submit(in, s - 1).status, Status::kOk);
+  in.tag = 2;
+  const Completion lost = d->Submit(in, s);
+  EXPECT_EQ(lost.status, Status::kLost);
+  EXPECT_TRUE(lost.final);
+  EXPECT_EQ(lost.deadline_ns, s + kLatencyNs);  // when the device would have
+  in.tag = 3;
+  EXPECT_EQ(d->Submit(in, e).status, Status::kOk);
+  // Beside the range, and a write into it: completed.
+  Request beside = Read(4);
+  beside.offset_bytes = 16 * 512;
+  EXPECT_EQ(d->Submit(beside, s).status, Status::kOk);
+  Request write = Read(5);
+  write.op = Op::kWrite;
+  write.offset_bytes = 8 * 512;
+  EXPECT_EQ(d->Submit(write, s).status, Status::kOk);
+  auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["kind"], "timeout");
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["faults"][0]["lba_start"], 8);
+  EXPECT_EQ(j["faults"][0]["writes"], false);
+  EXPECT_FALSE(j["faults"][0].contains("retry_ns"));
+  EXPECT_EQ(j["lost_held"], 1);
+  EXPECT_EQ(j["cancelled"], 0);
+  // The host takes it back once; a second cancel and a completed tag do
+  // not count.
+  EXPECT_TRUE(f->Cancel(2));
+  EXPECT_FALSE(f->Cancel(2));
+  EXPECT_FALSE(f->Cancel(1));
+  j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["lost_held"], 0);
+  EXPECT_EQ(j["cancelled"], 1);
+}
+
+TEST(FaultsTest, TimeoutWithoutARangeLosesEveryBlockAndWritesWhenAsked) {
+  auto d = Load(FixedProfile(
+      "[[fault]]\nkind = \"timeout\"\nat_ms = 0\nduration_ms = 1\nwrites = true\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  Request r = Read(1);
+  r.offset_bytes = (1ull << 30) - 4096;  // the last block
+  EXPECT_EQ(d->Submit(r, 0).status, Status::kLost);
+  r.op = Op::kWrite;
+  r.tag = 2;
+  EXPECT_EQ(d->Submit(r, 0).status, Status::kLost);
+  Request flush;
+  flush.op = Op::kFlush;
+  flush.tag = 3;
+  EXPECT_EQ(d->Submit(flush, 0).status, Status::kOk);  // not a read or write
+}
+
+TEST(FaultsTest, HddLostRequestIsPolledToItsEndThenLost) {
+  Fault f;
+  f.kind = FaultKind::kTimeout;
+  f.duration_ns = kMs;
+  std::unique_ptr<FaultyDevice> d;
+  // The inner model still serves it (its state as if it did the work); the
+  // final answer is that the device never completes it.
+  const Completion c = HddReadWith(f, &d);
+  EXPECT_EQ(c.status, Status::kLost);
+  EXPECT_GT(c.deadline_ns, 0u);
+  EXPECT_TRUE(d->Cancel(7));
+}
+
+TEST(FaultsTest, CApiLostRequestHasNoServiceTimeAndIsCancelledOnce) {
+  char* err = nullptr;
+  devmodel_t* m =
+      OpenText(FixedProfile("[[fault]]\nkind = \"timeout\"\nat_ms = 0\nduration_ms = 1\n"), &err);
+  ASSERT_NE(m, nullptr) << err;
+  devmodel_set_origin(m, 0);
+  devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};
+  devmodel_result res;
+  devmodel_submit_result(m, &r, 1000, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_LOST));
+  EXPECT_EQ(res.final, 1);
+  EXPECT_EQ(res.deadline_ns, 1000 + kLatencyNs);
+  // The old call drops the status: the request completes at the model's time.
+  r.tag = 2;
+  devmodel_completion c;
+  devmodel_submit(m, &r, 2000, &c, &err);
+  EXPECT_EQ(c.deadline_ns, 2000 + kLatencyNs);
+  // After the window: completed.
+  r.tag = 3;
+  devmodel_submit_result(m, &r, kMs, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_OK));
+  devmodel_cancel(m, 1, 3 * kMs);
+  devmodel_cancel(m, 1, 3 * kMs);
+  devmodel_cancel(m, 3, 3 * kMs);  // completed: ignored
+  EXPECT_EQ(err, nullptr);
+  char* json = devmodel_counters_json(m, &err);
+  const auto j = nlohmann::json::parse(json);
+  devmodel_free(json);
+  EXPECT_EQ(j["lost"]["read"], 2);
+  EXPECT_EQ(j["lost"]["write"], 0);
+  EXPECT_EQ(j["cancelled"], 1);
+  EXPECT_EQ(j["lost_held"], 1);  // tag 2: its caller never cancelled it
+  EXPECT_EQ(j["service_ns"]["read"]["count"], 1);  // tag 3 only
+  EXPECT_EQ(j["faults"][0]["requests"], 2);
+  devmodel_close(m);
 }
 
 TEST(FaultsTest, CApiCountersCarryTheOriginWithoutFaults) {

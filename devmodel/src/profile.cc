@@ -244,11 +244,12 @@ std::vector<Key> CloudKeys() {
 std::vector<Key> FaultKeys() {
   using C = Fault;
   Key kind = MakeKey("kind", Key::Type::kChoice);
-  kind.choices = {"stall", "slow", "media_error"};
+  kind.choices = {"stall", "slow", "media_error", "timeout"};
   kind.set_choice = [](void* c, const std::string& v) {
-    static_cast<C*>(c)->kind = v == "stall"  ? FaultKind::kStall
-                               : v == "slow" ? FaultKind::kSlow
-                                             : FaultKind::kMediaError;
+    static_cast<C*>(c)->kind = v == "stall"         ? FaultKind::kStall
+                               : v == "slow"        ? FaultKind::kSlow
+                               : v == "media_error" ? FaultKind::kMediaError
+                                                    : FaultKind::kTimeout;
   };
   return {
       kind,
@@ -256,8 +257,10 @@ std::vector<Key> FaultKeys() {
       Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6,
              "ms (> 0; media_error: absent = to the end of the run)"),
       Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6, "x service time (> 1; slow only)"),
-      Int("lba_start", &C::lba_start, 0, 0x1p60, "logical blocks (media_error only)"),
-      Int("lba_count", &C::lba_count, 1, 0x1p60, "logical blocks (media_error only)"),
+      Int("lba_start", &C::lba_start, 0, 0x1p60,
+          "logical blocks (media_error; timeout: absent = every block)"),
+      Int("lba_count", &C::lba_count, 1, 0x1p60,
+          "logical blocks (media_error; timeout: absent = every block)"),
       Scaled("retry_ms", &C::retry_ns, 0, 1e6, 1e6,
              "ms the drive retries before it reports the error (media_error only)"),
       Bool("writes", &C::writes),
@@ -578,13 +581,14 @@ class Loader {
     return device;
   }
 
-  // Every media_error range lies on the device: [lba_start, lba_start +
-  // lba_count) within its capacity in logical blocks.
+  // Every media_error and timeout range lies on the device: [lba_start,
+  // lba_start + lba_count) within its capacity in logical blocks.
   bool CheckFaultRanges(const std::vector<Fault>& faults, const Device& device) {
     const std::uint64_t blocks = device.capacity_bytes() / device.logical_block_bytes();
     for (std::size_t i = 0; i < faults.size(); ++i) {
       const Fault& f = faults[i];
-      if (f.kind != FaultKind::kMediaError) continue;
+      if (f.kind != FaultKind::kMediaError && f.kind != FaultKind::kTimeout) continue;
+      if (f.lba_count == 0) continue;  // a timeout of every block
       if (f.lba_start >= blocks || f.lba_count > blocks - f.lba_start) {
         return Fail(fault_tables_[i].at("lba_start"),
                     "key 'fault.lba_start' + 'fault.lba_count' (" + std::to_string(f.lba_start) +
@@ -599,7 +603,8 @@ class Loader {
   // Every [[fault]] table: kind required; duration_ms required but on
   // "media_error" (absent: to the end of the run); factor on "slow" only (and
   // then required); lba_start, lba_count (required), retry_ms and writes on
-  // "media_error" only.
+  // "media_error"; lba_start and lba_count (both or neither) and writes on
+  // "timeout" too.
   bool ParseFaults(const toml::value& list, std::vector<Fault>* faults) {
     if (!list.is_array()) {
       return Fail(list, "'fault' must be an array of tables ([[fault]])");
@@ -613,14 +618,25 @@ class Loader {
       f.factor_ppm = 0;
       if (!ApplyTable(table, "fault", "[[fault]]", FaultKeys(), &f)) return false;
       if (!table.contains("kind")) {
-        return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\" \"media_error\")");
+        return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\" \"media_error\" "
+                           "\"timeout\")");
       }
       const bool media = f.kind == FaultKind::kMediaError;
+      const bool timeout = f.kind == FaultKind::kTimeout;
       for (const char* key : {"lba_start", "lba_count", "retry_ms", "writes"}) {
-        if (!media && table.contains(key)) {
-          return Fail(table.at(key),
-                      std::string("key 'fault.") + key + "' is for kind \"media_error\" only");
+        const bool timeout_key = std::string(key) != "retry_ms";
+        if (!media && !(timeout && timeout_key) && table.contains(key)) {
+          return Fail(table.at(key), std::string("key 'fault.") + key + "' is for kind " +
+                                         (timeout_key ? "\"media_error\" or \"timeout\" only"
+                                                      : "\"media_error\" only"));
         }
+      }
+      if (timeout && table.contains("lba_start") != table.contains("lba_count")) {
+        return Fail(table, "a \"timeout\" fault takes both 'fault.lba_start' and "
+                           "'fault.lba_count' (a range) or neither (every block)");
+      }
+      if (timeout && table.contains("factor")) {
+        return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
       }
       if (media && !table.contains("lba_count")) {
         return Fail(table, "missing key 'fault.lba_count' (blocks that fail, from lba_start)");

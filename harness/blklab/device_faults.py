@@ -5,7 +5,11 @@ after the workload starts: "stall" completes nothing in the window (then
 drains), "slow" multiplies the service time of requests submitted in it,
 "media_error" fails reads (and writes, if asked) of an LBA range with the
 protocol's unrecovered-read-error status (NVMe only so far), in the window
-or to the end of the run. The library does the timing
+or to the end of the run, "timeout" loses reads (and writes, if asked) of
+an LBA range or of the whole device submitted in the window: the device
+never completes them, so the guest kernel's own timeout, abort and reset
+run (NVMe only so far); the command the kernel retries after its reset is
+submitted after the window and completes. The library does the timing
 (devmodel/include/devmodel/faults.h): the harness validates the tables,
 appends them to the profile QEMU reads for that device, and reads back from
 the model's counters which faults fired and when.
@@ -21,10 +25,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("stall", "slow", "media_error")
+KINDS = ("stall", "slow", "media_error", "timeout")
 # The device kinds whose front end reports each kind that needs one: a
-# media error is a status the protocol has to carry (qemu-patches/0053).
-FRONT_ENDS = {"media_error": ("nvme",)}
+# media error is a status the protocol has to carry (qemu-patches/0053), a
+# lost command one the host's recovery has to take back (0055).
+FRONT_ENDS = {"media_error": ("nvme",), "timeout": ("nvme",)}
 MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
 MAX_RETRY_MS = 1e6
 MAX_FACTOR = 1e6
@@ -33,12 +38,13 @@ _MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 _KEYS = ("device", "kind", "at_ms", "duration_ms", "factor", "lba_start", "lba_count",
          "retry_ms", "writes")
 _MEDIA_KEYS = ("lba_start", "lba_count", "retry_ms", "writes")
+_TIMEOUT_KEYS = ("lba_start", "lba_count", "writes")
 # Kernel log lines about a failing device: the block layer's and the
 # drivers' error, timeout, abort and reset lines (print_req_error(),
 # nvme_log_error(), nvme_timeout(), ata_eh_*), as the console shows them.
 _KERNEL_ERROR = re.compile(
     r"I/O error|medium error|\(sct 0x[0-9a-f]+ / sc 0x|critical target error|"
-    r"Buffer I/O error|timeout, abort|timeout, reset|resetting controller|"
+    r"Buffer I/O error|timeout, abort|timeout, reset|Abort status|resetting controller|"
     r"\bfailed command\b|\bUNC\b|exception Emask", re.IGNORECASE)
 
 
@@ -49,8 +55,10 @@ class DeviceFault:
     at_ms: float  # ms of virtual time after the workload starts
     duration_ms: float | None  # > 0; None (media_error only): to the end of the run
     factor: float | None = None  # slow only: > 1
-    # media_error only: the logical blocks that fail, the drive's own retry
-    # time before it reports the error, and whether writes fail too.
+    # media_error: the logical blocks that fail, the drive's own retry time
+    # before it reports the error, and whether writes fail too. timeout: the
+    # blocks whose commands are lost (None: every block) and whether writes
+    # are lost too.
     lba_start: int | None = None
     lba_count: int | None = None
     retry_ms: float | None = None
@@ -148,10 +156,11 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
             raise r.error("kind", f"'{kind}' needs the front end to report it in its protocol; "
                           f"only {', '.join(FRONT_ENDS[kind])} does so far, device '{name}' is "
                           f"{device.kind}")
-        if kind != "media_error":
-            for key in _MEDIA_KEYS:
-                if key in table:
-                    raise r.error(key, 'applies to kind "media_error" only')
+        allowed = {"media_error": _MEDIA_KEYS, "timeout": _TIMEOUT_KEYS}.get(kind, ())
+        for key in _MEDIA_KEYS:
+            if key in table and key not in allowed:
+                raise r.error(key, 'applies to kind "media_error" only' if key == "retry_ms"
+                              else 'applies to kinds "media_error" and "timeout" only')
         # A media error from the workload's start to its end needs no window.
         at_ms = r.get("at_ms", (int, float), 0, required=kind != "media_error")
         if not 0 <= at_ms <= MAX_MS:
@@ -168,6 +177,9 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         if kind == "media_error" and factor is not None:
             raise r.error("factor", "applies to kind \"slow\" only (a media error fails "
                           "requests at the model's time plus retry_ms)")
+        if kind == "timeout" and factor is not None:
+            raise r.error("factor", "applies to kind \"slow\" only (a timeout loses the "
+                          "requests submitted in its window)")
         if kind == "slow":
             if factor is None:
                 raise r.error("factor", "is required for kind \"slow\" (service times are "
@@ -178,6 +190,8 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         media: dict[str, Any] = {}
         if kind == "media_error":
             media = _media_keys(r, device)
+        if kind == "timeout":
+            media = _timeout_keys(r, table, device)
         if mode != "deterministic":
             raise r.error(None, f"faults need deterministic mode ({mode_why} is {mode}): their "
                           "windows count from the guest's own instruction at the workload's "
@@ -205,6 +219,33 @@ def _media_keys(r, device) -> dict[str, Any]:
     the guest sees it), retry_ms and writes of a media_error fault."""
     lba_start = r.get("lba_start", int, required=True)
     lba_count = r.get("lba_count", int, required=True)
+    _check_range(r, device, lba_start, lba_count)
+    retry_ms = r.get("retry_ms", (int, float), None)
+    if retry_ms is not None and not 0 <= retry_ms <= MAX_RETRY_MS:
+        raise r.error("retry_ms", f"must be between 0 and {MAX_RETRY_MS:.0f} (ms the drive "
+                      f"retries before it reports the error), got {retry_ms}")
+    writes = r.get("writes", bool, None)
+    return {"lba_start": lba_start, "lba_count": lba_count,
+            "retry_ms": None if retry_ms is None else float(retry_ms), "writes": writes}
+
+
+def _timeout_keys(r, table, device) -> dict[str, Any]:
+    """lba_start and lba_count (both, the range inside the device, or
+    neither: every block) and writes of a timeout fault."""
+    if ("lba_start" in table) != ("lba_count" in table):
+        raise r.error("lba_count" if "lba_start" in table else "lba_start",
+                      'a "timeout" fault takes both lba_start and lba_count (a range) or '
+                      "neither (every block)")
+    lba_start = r.get("lba_start", int, None)
+    lba_count = r.get("lba_count", int, None)
+    if lba_start is not None:
+        _check_range(r, device, lba_start, lba_count)
+    return {"lba_start": lba_start, "lba_count": lba_count,
+            "writes": r.get("writes", bool, None)}
+
+
+def _check_range(r, device, lba_start: int, lba_count: int) -> None:
+    """[lba_start, lba_start + lba_count) is a range of the device's blocks."""
     block = device.profile.logical_block_bytes
     blocks = device.size_bytes // block
     if lba_start < 0:
@@ -214,13 +255,6 @@ def _media_keys(r, device) -> dict[str, Any]:
     if lba_start + lba_count > blocks:
         raise r.error("lba_count", f"the range [{lba_start}, {lba_start + lba_count}) ends "
                       f"past device '{device.name}': {blocks} logical blocks of {block} bytes")
-    retry_ms = r.get("retry_ms", (int, float), None)
-    if retry_ms is not None and not 0 <= retry_ms <= MAX_RETRY_MS:
-        raise r.error("retry_ms", f"must be between 0 and {MAX_RETRY_MS:.0f} (ms the drive "
-                      f"retries before it reports the error), got {retry_ms}")
-    writes = r.get("writes", bool, None)
-    return {"lba_start": lba_start, "lba_count": lba_count,
-            "retry_ms": None if retry_ms is None else float(retry_ms), "writes": writes}
 
 
 def kernel_error_lines(console: str) -> list[str]:

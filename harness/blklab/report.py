@@ -110,6 +110,12 @@ def percentile_bars(device: str, rows: list[stats.Row]) -> str | None:
     return _png(fig)
 
 
+# A [[fault]] window's shade on the timeline, by kind (every one of
+# blklab.device_faults.KINDS).
+FAULT_COLOURS = {"stall": "0.3", "slow": "tab:orange", "media_error": "tab:red",
+                 "timeout": "tab:purple"}
+
+
 def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     fig, (ax_iops, ax_p99) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
     drawn = 0
@@ -140,7 +146,7 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     # The device's [[fault]] windows (the same in every cell of the device),
     # from the workload's start as the series are.
     asked = next((c["request"].get("faults") for c in cells if c["request"].get("faults")), [])
-    colours = {"stall": "0.3", "slow": "tab:orange", "media_error": "tab:red"}
+    colours = FAULT_COLOURS
     for k, f in enumerate(asked):
         label = f["kind"] + (f" x{f['factor']:g}" if f.get("factor") else "")
         if f.get("lba_start") is not None:

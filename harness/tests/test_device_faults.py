@@ -84,6 +84,33 @@ def test_a_media_error_reaches_the_profile_with_its_range(tmp_path):
                    capture_output=True)
 
 
+def test_a_timeout_reaches_the_profile_with_or_without_a_range(tmp_path):
+    text = SCENARIO.split("[[fault]]")[0] + (
+        '[[fault]]\ndevice = "d0"\nkind = "timeout"\nat_ms = 100\nduration_ms = 50\n'
+        '[[fault]]\ndevice = "d1"\nkind = "timeout"\nat_ms = 10\nduration_ms = 5\n'
+        'lba_start = 8\nlba_count = 8\nwrites = true\n')
+    s = load(tmp_path, text)
+    every, ranged = s.faults
+    assert every == DeviceFault("d0", "timeout", 100.0, 50.0)
+    assert every.to_json() == {"device": "d0", "kind": "timeout", "at_ms": 100.0,
+                               "duration_ms": 50.0, "factor": None}
+    assert ranged == DeviceFault("d1", "timeout", 10.0, 5.0, None, 8, 8, None, True)
+    assert ranged.to_json() == {"device": "d1", "kind": "timeout", "at_ms": 10.0,
+                                "duration_ms": 5.0, "factor": None, "lba_start": 8,
+                                "lba_count": 8, "writes": True}
+    d0, d1 = s.devices
+    assert d0.profile.text.endswith('[[fault]]\nkind = "timeout"\nat_ms = 100.0\n'
+                                    'duration_ms = 50.0\n')
+    assert d1.profile.text.endswith('[[fault]]\nkind = "timeout"\nat_ms = 10.0\n'
+                                    'duration_ms = 5.0\nlba_start = 8\nlba_count = 8\n'
+                                    'writes = true\n')
+    for d in (d0, d1):  # the library QEMU links reads both
+        path = tmp_path / "profile.toml"
+        path.write_text(d.profile.text)
+        subprocess.run([str(paths.devmodel_info()), "--check", str(path)], check=True,
+                       capture_output=True)
+
+
 def test_kernel_error_lines_are_picked_from_the_console():
     console = (
         "[    1.000000] nvme nvme0: pci function 0000:00:04.0\n"
@@ -92,11 +119,21 @@ def test_kernel_error_lines_are_picked_from_the_console():
         "[    5.200000] Yama: disabled by default; enable with sysctl kernel.yama.*\n"
         "[    5.100001] critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) "
         "flags 0x4800 phys_seg 1 prio class 2\n"
-        "blkgen: io_u error on file /dev/nvme0n1: Input/output error\n")
+        "blkgen: io_u error on file /dev/nvme0n1: Input/output error\n"
+        "[    6.000000] nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, "
+        "aborting req_op:READ(0) size:4096\n"
+        "[    6.000100] nvme nvme0: Abort status: 0x0\n"
+        "[    7.000000] nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, "
+        "reset controller\n"
+        "[    7.100000] nvme nvme0: 1/0/0 default/read/poll queues\n")
     assert device_faults.kernel_error_lines(console) == [
         "nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error (sct 0x2 / sc 0x81) DNR",
         "critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x4800 phys_seg 1 "
-        "prio class 2"]
+        "prio class 2",
+        "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, aborting "
+        "req_op:READ(0) size:4096",
+        "nvme nvme0: Abort status: 0x0",
+        "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, reset controller"]
 
 
 def test_the_run_length_counts_startdelay(tmp_path):
@@ -163,3 +200,7 @@ def test_report_lists_each_fault_of_each_cell(tmp_path):
         ("d0.none.r0", "stall", "1", "yes"), ("d0.none.r0", "slow", "0", "no"),
         ("d0.none.r1", "stall", "-", "-")]
     assert rows[1]["factor"] == "4" and rows[0]["end_ns"] == "5,150,000,000"
+
+
+def test_the_timeline_shades_every_kind():
+    assert set(report.FAULT_COLOURS) == set(device_faults.KINDS)

@@ -30,10 +30,16 @@ reader goes on), with what the kernel source says the guest sees:
 - every other read succeeds.
 The same once under blkgen (continue_on_error, no ignore_error needed).
 
+A timeout fault on another NVMe drive under a 6.12 guest with a 300 ms
+io_timeout: the kernel's abort, then its controller reset, take the lost
+read back and retry it (the expectations, from the source, are in the
+test's docstring).
+
 The windows count from the guest's own mark at the workload's start
 (blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -69,15 +75,21 @@ def run(scenario: Path, out: Path) -> dict[str, dict]:
     return cells_of(out)
 
 
-@pytest.fixture(scope="module")
-def twice(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("device-faults")
-    s = tmp / "device-faults.toml"
-    s.write_text(SCENARIO)
+def idle_and_busy(tmp_path_factory, name: str, text: str):
+    """The scenario `text` run on an idle host, then with every core busy:
+    ((cells, cells), (run dir, run dir))."""
+    tmp = tmp_path_factory.mktemp(name)
+    s = tmp / f"{name}.toml"
+    s.write_text(text)
     idle = run(s, tmp / "idle")
     with cpu_hog():
         busy = run(s, tmp / "busy")
     return (idle, busy), (tmp / "idle", tmp / "busy")
+
+
+@pytest.fixture(scope="module")
+def twice(built, tmp_path_factory):
+    return idle_and_busy(tmp_path_factory, "device-faults", SCENARIO)
 
 
 def reads(cell: dict) -> dict:
@@ -171,13 +183,7 @@ MEDIA_SCENARIO = (
 
 @pytest.fixture(scope="module")
 def media_twice(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("media-error")
-    s = tmp / "media-error.toml"
-    s.write_text(MEDIA_SCENARIO)
-    idle = run(s, tmp / "idle")
-    with cpu_hog():
-        busy = run(s, tmp / "busy")
-    return (idle, busy), (tmp / "idle", tmp / "busy")
+    return idle_and_busy(tmp_path_factory, "media-error", MEDIA_SCENARIO)
 
 
 def check_media_error_cell(c: dict, failed_is_an_io: bool) -> None:
@@ -228,4 +234,99 @@ def test_media_error_under_blkgen(built, tmp_path):
 
 def test_media_error_same_bytes_on_a_busy_host(media_twice):
     (idle, busy), dirs = media_twice
+    assert_same_cells(idle, busy, dirs)
+
+
+IO_TIMEOUT_MS = 300  # [queue] io_timeout: ms, blk_queue_rq_timeout()
+LOST_AT_MS, LOST_FOR_MS = 50, 1
+HZ = 250  # CONFIG_HZ of Debian's 6.12 amd64 kernel (its /boot/config)
+# block/blk-timeout.c: blk_add_timer() arms the queue's timer at
+# blk_round_jiffies(deadline) = deadline + blk_timeout_mask + 1, the mask
+# being roundup_pow_of_two(HZ) - 1: 256 jiffies past each deadline.
+ROUND_NS = 256 * 1_000_000_000 // HZ
+# kernel/time/timer.c: a timer 64-511 jiffies away lands in wheel level 1,
+# whose buckets are 8 jiffies wide; it fires up to 8 jiffies late.
+WHEEL_NS = 8 * 1_000_000_000 // HZ
+RESET_BOUND_NS = 1_000 * MS  # nvme_reset_work(): admin commands on an idle guest
+
+TIMEOUT_SCENARIO = (
+    '[scenario]\nname = "nvme-timeout"\nmode = "deterministic"\ntimeout_s = 600\n'
+    'schedulers = ["none"]\n[guest]\nkernel = "6.12-amd64"\nvcpus = 1\nmemory_mib = 512\n'
+    f"[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
+    + device("lost", "nvme", "fixed-10us", size_gib=1)
+    + job("r", "randread", "3s", iodepth=1)
+    + f'\n[[fault]]\ndevice = "lost"\nkind = "timeout"\nat_ms = {LOST_AT_MS}\n'
+    f"duration_ms = {LOST_FOR_MS}\n")
+
+_ABORTING = re.compile(r"^nvme nvme0: I/O tag (\d+) \(([0-9a-f]{4})\) opcode 0x2 \(I/O Cmd\) "
+                       r"QID (\d+) timeout, aborting req_op:READ\(0\) size:4096$")
+_RESET = re.compile(r"^nvme nvme0: I/O tag (\d+) \(([0-9a-f]{4})\) opcode 0x2 \(I/O Cmd\) "
+                    r"QID (\d+) timeout, reset controller$")
+
+
+@pytest.fixture(scope="module")
+def timeout_twice(built, tmp_path_factory):
+    return idle_and_busy(tmp_path_factory, "nvme-timeout", TIMEOUT_SCENARIO)
+
+
+def test_timeout_runs_the_kernels_abort_then_reset_and_the_retry_completes(timeout_twice):
+    """A timeout fault on NVMe under a 6.12 guest with io_timeout = 300 ms
+    ([queue], written after the guest restores from its snapshot), one
+    reader at queue depth 1. Derived from the source before any run:
+
+    - The reader's first read submitted in [50, 51) ms after the workload's
+      start is lost: the drive never completes it, and at QD1 nothing else
+      is submitted until it ends, so the fault loses exactly one read.
+    - First timeout (drivers/nvme/host/pci.c nvme_timeout(), 6.12): not
+      aborted before, abort_limit left (ACL 3 + 1), so it logs "I/O tag T
+      (CID) opcode 0x2 (I/O Cmd) QID Q timeout, aborting req_op:READ(0)
+      size:4096", sends an Abort and returns BLK_EH_RESET_TIMER. QEMU's
+      nvme_abort() answers Dword 0 bit 0 = 1 ("not aborted") with success:
+      abort_endio() logs "Abort status: 0x0" and the read stays lost.
+    - Second timeout: iod->aborted, so "... QID Q timeout, reset
+      controller" and nvme_dev_disable(): deleting the I/O SQ completes the
+      read once with Command Aborted due to SQ Deletion (qemu-patches/0055),
+      no DNR, so nvme_decide_disposition() retries it after the reset
+      (quietly); the retry is submitted after the window and completes.
+      The read, as the reader sees it, succeeds: no error.
+    - When: the first timeout fires between deadline (submission + 300 ms)
+      and 256 jiffies + one wheel bucket after it, depending on where the
+      queue's timer stood; the second exactly 256 jiffies (1.024 s at HZ
+      250) + up to a bucket after its deadline, the timer having just
+      fired (blk_add_timer() after BLK_EH_RESET_TIMER). So the read takes
+      at least 2 x 300 ms + 1.024 s, at most 2 x 300 ms + 2 x 1.024 s +
+      2 buckets + the reset.
+    - The model counts the read lost once and cancelled once, none held.
+    The kernel's lines are exactly those three, for one tag on one queue.
+    The same bytes on a busy host (the timeouts fire at virtual times)."""
+    (cells, _), _ = timeout_twice
+    c = cells[f"lost.none.io_timeout={IO_TIMEOUT_MS}.r0"]
+    assert c["status"] == "ok", c["error"]  # blkgen fails the cell on any I/O error
+    assert c["request"]["tunables"] == {"io_timeout": str(IO_TIMEOUT_MS)}
+    (f,) = c["faults"]
+    assert f["kind"] == "timeout" and f["fired"] and f["requests"] == 1
+    assert f["start_ns"] == f["origin_ns"] + LOST_AT_MS * MS
+    assert f["end_ns"] == f["start_ns"] + LOST_FOR_MS * MS
+    dm = c["devmodel"]
+    assert dm["lost"] == {"read": 1, "write": 0}
+    assert dm["cancelled"] == 1 and dm["lost_held"] == 0
+
+    aborting, status, reset = c["guest"]["kernel_errors"]
+    a, r = _ABORTING.match(aborting), _RESET.match(reset)
+    assert a and r, c["guest"]["kernel_errors"]
+    assert a.groups() == r.groups()  # the same tag, CID and queue
+    assert status == "nvme nvme0: Abort status: 0x0"
+
+    (job_,) = c["workload"]["jobs"]
+    assert job_["error"] == 0
+    # With the default 30 s io_timeout the read would take a minute: the
+    # bounds below also say the [queue] value reached the restored guest.
+    took = reads(c)["clat_max_ns"]
+    print(f"the lost read took {took / MS:.1f} ms")
+    t = IO_TIMEOUT_MS * MS
+    assert 2 * t + ROUND_NS <= took <= 2 * t + 2 * (ROUND_NS + WHEEL_NS) + RESET_BOUND_NS
+
+
+def test_timeout_same_bytes_on_a_busy_host(timeout_twice):
+    (idle, busy), dirs = timeout_twice
     assert_same_cells(idle, busy, dirs)

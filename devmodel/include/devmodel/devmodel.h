@@ -35,6 +35,10 @@
  *  carries the status the request ends with (DEVMODEL_STATUS_*; a profile's
  *  media_error fault fails reads of an LBA range). devmodel_submit and
  *  devmodel_poll drop the status: every request then succeeds.
+ *  A final result with DEVMODEL_STATUS_LOST (a profile's timeout fault) is
+ *  never completed by the device: the caller arms no timer and holds the
+ *  request until the host takes it back (an Abort, a queue deletion, a
+ *  controller reset), then calls devmodel_cancel once.
  *  Deadlines are final for zero profiles, SSD profiles with host_link_mb_s =
  *  0 and HDD profiles with queue_policy = "fifo" (a cloud profile as its
  *  backing device). An HDD with "sptf" decides which queued command runs
@@ -79,7 +83,11 @@ enum {
   DEVMODEL_STATUS_OK = 0,
   /* Unrecovered media error: NVMe SCT 2h / SC 81h (Unrecovered Read Error)
    * on a read, SC 80h (Write Fault) on a write; ATA ERR with UNC. */
-  DEVMODEL_STATUS_MEDIA_ERROR = 1
+  DEVMODEL_STATUS_MEDIA_ERROR = 1,
+  /* The device never completes it (a timeout fault): deadline_ns is when it
+   * would have; the model's state is as if it did. The host's own timeout
+   * has to take it back (devmodel_cancel). */
+  DEVMODEL_STATUS_LOST = 2
 };
 
 typedef struct devmodel_result {
@@ -113,7 +121,7 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model);
 int devmodel_deadlines_final(const devmodel_t* model);
 
 /* Sets the origin of the profile's fault schedule (its top-level [[fault]]
- * tables: stall, slow and media_error windows, at_ms after the origin; see
+ * tables: stall, slow, media_error and timeout windows, at_ms after the origin; see
  * devmodel/faults.h) to `now_ns`. blklab sets it when the guest's workload
  * starts. Before the first call no fault applies; a later call moves every
  * window. A profile without faults ignores it (the counters still show it as
@@ -140,15 +148,27 @@ void devmodel_submit_result(devmodel_t* model, const devmodel_request* request, 
 void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_result* out,
                           char** errptr);
 
+/* The host took request `tag` back (a queue deletion or a controller reset
+ * after its timeout) before the device completed it: a lost request
+ * (DEVMODEL_STATUS_LOST) or one whose completion is not final yet. Counted
+ * in "cancelled"; a tag with no such request (its final deadline given and
+ * not lost, or cancelled already) is ignored, so a request counts once. The
+ * model's state stays as if the device did the work. Cannot fail. */
+void devmodel_cancel(devmodel_t* model, uint64_t tag, uint64_t now_ns);
+
 /* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
  * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...},
  * with "fault_origin_ns" (null until set) and "faults": per [[fault]] of the
  * profile, {"kind","at_ns","duration_ns","start_ns","end_ns" (absolute; null
  * until the origin is set; end and duration null for a media error that
  * lasts to the end),"factor" (slow only),"lba_start","lba_count","retry_ns",
- * "writes" (media_error only),"requests" (moved or failed by it)}, and
+ * "writes" (media_error and timeout),"requests" (moved, failed or lost by
+ * it)}, and
  * "media_errors": {"read","write"}, requests that ended with
- * DEVMODEL_STATUS_MEDIA_ERROR.
+ * DEVMODEL_STATUS_MEDIA_ERROR; "lost": {"read","write"}, requests that
+ * ended with DEVMODEL_STATUS_LOST (no service time: service_ns leaves them
+ * out); "cancelled", requests devmodel_cancel took back; "lost_held", lost
+ * requests not cancelled yet.
  * Returns NULL and sets *errptr on failure (out of memory). */
 char* devmodel_counters_json(const devmodel_t* model, char** errptr);
 

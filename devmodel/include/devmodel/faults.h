@@ -1,8 +1,9 @@
 // Faults on a schedule: a wrapper around any Device (SSD, HDD, cloud, zero)
 // that makes it stall, run slow or fail reads of an LBA range for windows of
-// virtual time, as drives and cloud volumes misbehave in incidents. A stall
-// or a slow window only moves deadlines; a media error also ends the request
-// with Status::kMediaError. The windows are relative to an origin
+// virtual time, as drives and cloud volumes misbehave in incidents, or lose
+// commands so that the host's timeout and recovery run. A stall or a slow
+// window only moves deadlines; a media error also ends the request with
+// Status::kMediaError, a timeout with Status::kLost. The windows are relative to an origin
 // (the workload's start) that the caller sets; before it is set no fault
 // applies. Thread-safety: as Device (callers serialize every call).
 #ifndef DEVMODEL_FAULTS_H_
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "devmodel/device.h"
@@ -32,6 +34,13 @@ enum class FaultKind : std::uint8_t {
   // (the drive's own retries before it gives up). The model's state is
   // updated as for a request that succeeded.
   kMediaError,
+  // [s, e) blocks [lba_start, lba_start + lba_count) (lba_count 0: every
+  // block): a read (a write too with `writes`) submitted at t in [s, e) that
+  // touches the range ends with Status::kLost at its model deadline: the
+  // device never completes it, the host's timeout takes it back
+  // (FaultyDevice::Cancel). The model's state is updated as for a request
+  // that succeeded. A retry submitted after the window completes normally.
+  kTimeout,
 };
 
 // duration_ns of a fault that lasts until the end of the run.
@@ -46,8 +55,9 @@ struct Fault {
   // kSlow only: service time multiplier, > 1. Applied as an integer number
   // of millionths (factor_ppm), so deadlines are exact integers everywhere.
   std::uint64_t factor_ppm = 1000000;
-  // kMediaError only: the range in logical blocks (lba_count > 0), the time
-  // the drive retries before it reports the error, and whether writes fail.
+  // kMediaError and kTimeout: the range in logical blocks (lba_count > 0;
+  // kTimeout: 0 = every block) and whether writes fail (or are lost) too.
+  // kMediaError only: the time the drive retries before it reports the error.
   std::uint64_t lba_start = 0;
   std::uint64_t lba_count = 0;
   TimeNs retry_ns = 0;
@@ -74,6 +84,8 @@ class FaultSchedule {
   // at `submit_ns` on a device of `block_bytes` logical blocks, or -1. The
   // first such fault in the order given counts it.
   int MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
+  // The same for the timeout fault that loses `r`, or -1.
+  int Lost(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
 
   // The deadline of a request submitted at `submit_ns` whose model deadline
   // (final) is `deadline_ns`. REQUIRES: submit_ns <= deadline_ns. The result
@@ -86,6 +98,10 @@ class FaultSchedule {
   std::string AddCounters(const std::string& json_object) const;
 
  private:
+  // The first fault of `kind` whose window holds `submit_ns` and whose range
+  // `r` touches (counted), or -1.
+  int Match(FaultKind kind, const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
+
   std::vector<Fault> faults_;  // stalls sorted by at_ns after the slows' order
   std::vector<std::size_t> stall_order_;
   std::vector<std::uint64_t> affected_;  // per fault, as given
@@ -115,18 +131,30 @@ class FaultyDevice final : public Device {
   std::string CountersJson() const override;
   std::uint64_t MemoryBytes() const override;
 
+  // The host took request `tag` back before the device completed it (a
+  // queue deletion or a controller reset): counted in "cancelled" if the
+  // device still had it (not final yet, or lost), ignored otherwise, so a
+  // tag cancelled twice counts once. The inner model is not told: its
+  // state stays as if it did the work. Returns whether it counted.
+  bool Cancel(std::uint64_t tag);
+
  private:
   std::unique_ptr<Device> inner_;
   FaultSchedule schedule_;
   struct Pending {
     TimeNs submit_ns;
     int media_error;  // MediaError() at submission
+    int lost;         // Lost() at submission
   };
   // Applies the schedule to a final completion of a request submitted at
-  // `submit_ns`, failed by fault `media_error` (-1: none).
-  Completion Finish(Completion c, TimeNs submit_ns, int media_error, TimeNs now);
+  // `submit_ns`, failed by fault `media_error` or lost by fault `lost` (-1:
+  // none).
+  Completion Finish(std::uint64_t tag, Completion c, TimeNs submit_ns, int media_error,
+                    int lost, TimeNs now);
 
   std::unordered_map<std::uint64_t, Pending> submitted_;  // by tag, until final
+  std::unordered_set<std::uint64_t> lost_;                // by tag, until cancelled
+  std::uint64_t cancelled_ = 0;
 };
 
 }  // namespace devmodel
