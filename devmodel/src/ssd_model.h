@@ -207,7 +207,8 @@ class SsdModel final : public Device, private FtlListener {
   enum class ReadStage : std::uint8_t { kChannel, kLink, kDone };
   struct ReadState {
     TimeNs time;        // kChannel: its last page sensed; kLink: data in; kDone: end
-    TimeNs data_in;     // latest end of its page transfers served so far
+    TimeNs data_in;     // its pages through their channels with no wait, then the
+                        // latest end of its page transfers served so far
     TimeNs link_xfer;   // its own time on the host link
     std::uint64_t seq;  // the read's, in submission order (tags can be reused)
     std::uint32_t pages_left;  // page transfers not yet served
