@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +13,7 @@
 #include "devmodel/devmodel.h"
 #include "devmodel/faults.h"
 #include "devmodel/profile.h"
+#include "devmodel/tag_map.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ struct devmodel_t {
     uint64_t submit_ns;
     uint32_t op;
   };
-  std::unordered_map<uint64_t, Pending> pending;  // by tag, until final
+  devmodel::TagMap<Pending> pending;               // by tag, until final
   uint64_t media_errors[2] = {0, 0};              // reads, writes
   uint64_t lost[2] = {0, 0};                      // reads, writes
 };
@@ -168,7 +169,7 @@ void devmodel_submit_result(devmodel_t* model, const devmodel_request* request, 
     } else if (out->final) {
       model->service[request->op].Add(out->deadline_ns - now);
     } else {
-      model->pending[request->tag] = {now, request->op};
+      model->pending.Put(request->tag, {now, request->op});
     }
   } catch (const std::exception& e) {
     SetError(errptr, std::string("devmodel_submit: ") + e.what());
@@ -200,7 +201,7 @@ void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devm
       if (out->status != DEVMODEL_STATUS_LOST) {
         model->service[it->second.op].Add(out->deadline_ns - it->second.submit_ns);
       }
-      model->pending.erase(it);
+      model->pending.Erase(it);
     }
   } catch (const std::exception& e) {
     SetError(errptr, std::string("devmodel_poll: ") + e.what());
@@ -218,7 +219,7 @@ void devmodel_poll(devmodel_t* model, uint64_t tag, uint64_t now_ns, devmodel_co
 
 void devmodel_cancel(devmodel_t* model, uint64_t tag, uint64_t now_ns) {
   Clamp(model, now_ns);
-  model->pending.erase(tag);
+  model->pending.Erase(tag);
   model->faulty->Cancel(tag);
 }
 

@@ -151,7 +151,7 @@ Completion FaultyDevice::Submit(const Request& r, TimeNs now) {
   const int lost = schedule_.Lost(r, now, block);
   const int media_error = lost >= 0 ? -1 : schedule_.MediaError(r, now, block);
   if (!c.final) {
-    submitted_[r.tag] = {now, media_error, lost};
+    submitted_.Put(r.tag, {now, media_error, lost});
     return c;
   }
   return Finish(r.tag, c, now, media_error, lost, now);
@@ -162,14 +162,14 @@ Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
   auto it = submitted_.find(tag);
   if (c.final && it != submitted_.end()) {  // an unknown tag stays {now, true}
     const Pending p = it->second;
-    submitted_.erase(it);
+    submitted_.Erase(it);
     return Finish(tag, c, std::min(p.submit_ns, now), p.media_error, p.lost, now);
   }
   return c;
 }
 
 bool FaultyDevice::Cancel(std::uint64_t tag) {
-  const bool had = submitted_.erase(tag) + lost_.erase(tag) > 0;
+  const bool had = submitted_.Erase(tag) + lost_.erase(tag) > 0;
   if (had) ++cancelled_;
   return had;
 }
@@ -183,7 +183,7 @@ std::string FaultyDevice::CountersJson() const {
 
 std::uint64_t FaultyDevice::MemoryBytes() const {
   return sizeof(*this) + inner_->MemoryBytes() +
-         submitted_.size() * (sizeof(std::uint64_t) + sizeof(Pending) + 2 * sizeof(void*)) +
+         submitted_.MemoryBytes() +
          lost_.size() * (sizeof(std::uint64_t) + 2 * sizeof(void*)) +
          schedule_.faults().size() * (sizeof(Fault) + 2 * sizeof(std::uint64_t));
 }

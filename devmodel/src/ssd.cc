@@ -339,7 +339,7 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
       TimeNs own_end = t0;
       const TimeNs sensed = Read(r, t0, seq, &pages, &own_end);
       const TimeNs link_xfer = c_.host_link_mb_s == 0 ? 0 : LinkNs(r.length_bytes);
-      TrackRead(r.tag, {sensed, own_end, link_xfer, seq, pages, ReadStage::kChannel});
+      reads_.Put(r.tag, {sensed, own_end, link_xfer, seq, pages, ReadStage::kChannel});
       if (pages == 0) PagesIn(r.tag, &reads_.find(r.tag)->second);
       end = own_end + link_xfer;
       break;
@@ -364,21 +364,6 @@ Completion SsdModel::Submit(const Request& r, TimeNs now) {
   last_completion_ = std::max(last_completion_, end);
   if (r.op != Op::kRead) return {end, true};
   return Poll(r.tag, now);  // final at once only if its data is through by now
-}
-
-void SsdModel::TrackRead(std::uint64_t tag, const ReadState& state) {
-  const auto it = reads_.find(tag);
-  if (it != reads_.end()) {  // a tag reused before its read was polled final
-    it->second = state;
-  } else if (reads_spare_.empty()) {
-    reads_.emplace(tag, state);
-  } else {
-    ReadStates::node_type node = std::move(reads_spare_.back());
-    reads_spare_.pop_back();
-    node.key() = tag;
-    node.mapped() = state;
-    reads_.insert(std::move(node));
-  }
 }
 
 void SsdModel::PagesIn(std::uint64_t tag, ReadState* s) {
@@ -426,7 +411,7 @@ Completion SsdModel::Poll(std::uint64_t tag, TimeNs now) {
   if (it->second.stage != ReadStage::kDone && it->second.time <= now) ServeReads(now);
   const TimeNs time = it->second.time;
   if (it->second.stage != ReadStage::kDone) return {time, false};  // next stage at `time`
-  ForgetRead(it);
+  reads_.Erase(it);
   return {time, true};
 }
 
@@ -802,9 +787,7 @@ std::uint64_t SsdModel::MemoryBytes() const {
   bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);
   bytes +=
       (channel_queue_.size() + link_out_queue_.size()) * sizeof(Transfer) +
-      (reads_.size() + reads_spare_.size()) *
-          (sizeof(std::uint64_t) + sizeof(ReadState) + 2 * sizeof(void*)) +
-      reads_spare_.capacity() * sizeof(ReadStates::node_type);
+      reads_.MemoryBytes();
   for (const Pipeline* p : {&read_pipeline_, &write_pipeline_}) {
     bytes += p->slot_free.capacity() * sizeof(TimeNs) + p->queues.capacity() * sizeof(MinHeap);
     for (const MinHeap& q : p->queues) bytes += q.size() * sizeof(TimeNs);

@@ -1,7 +1,8 @@
-// The SSD model's per-request path does not allocate once warm: a queue of
-// reads through the host link (tracked per tag until polled final) reuses
-// what earlier reads freed. Its own test binary, because it replaces the
-// global operator new to count allocations.
+// The per-request path does not allocate once warm: a queue of reads
+// through the SSD's stages (each read tracked per tag until polled final,
+// in the model, the fault wrapper and the C API) reuses what earlier reads
+// freed. Its own test binary, because it replaces the global operator new
+// to count allocations.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <queue>
 #include <vector>
 
+#include "devmodel/devmodel.h"
 #include "rng.h"
 #include "ssd_test_util.h"
 
@@ -83,6 +85,62 @@ TEST(SsdAllocTest, LinkedReadsDoNotAllocateOnceWarm) {
   std::uint64_t tag = 0;
   AllocationsOverReads(*ssd, rng, &now, &tag, 4096);  // warm: tables reach their size
   EXPECT_EQ(AllocationsOverReads(*ssd, rng, &now, &tag, 4096), 0u);
+}
+
+// As AllocationsOverReads, through the C ABI QEMU's glue calls.
+std::size_t CApiAllocationsOverReads(devmodel_t* m, internal::Rng& rng, std::uint64_t* now,
+                                     std::uint64_t* tag, int reads) {
+  struct Due {
+    std::uint64_t at, tag;
+    bool operator>(const Due& o) const { return at != o.at ? at > o.at : tag > o.tag; }
+  };
+  std::vector<Due> storage;
+  storage.reserve(64);
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> due(std::greater<>{},
+                                                                 std::move(storage));
+  char* err = nullptr;
+  const std::size_t before = g_allocations;
+  int submitted = 0;
+  auto submit = [&] {
+    const devmodel_request r = {DEVMODEL_OP_READ, 1, rng.Below(16384) * 4096, 4096, ++*tag};
+    devmodel_result c;
+    devmodel_submit_result(m, &r, *now, &c, &err);
+    ++submitted;
+    due.push({c.deadline_ns, r.tag});
+  };
+  while (submitted < 32) submit();
+  while (!due.empty()) {
+    const Due d = due.top();
+    due.pop();
+    *now = d.at;
+    devmodel_result c;
+    devmodel_poll_result(m, d.tag, *now, &c, &err);
+    if (!c.final) {
+      due.push({c.deadline_ns, d.tag});
+    } else if (submitted < reads) {
+      submit();
+    }
+  }
+  EXPECT_EQ(err, nullptr);
+  return g_allocations - before;
+}
+
+TEST(SsdAllocTest, CApiReadsDoNotAllocateOnceWarm) {
+  char* err = nullptr;
+  devmodel_t* m = devmodel_open(DEVMODEL_PROFILE_DIR "/samsung-970evoplus-1t.toml", 7, &err);
+  ASSERT_NE(m, nullptr) << err;
+  std::uint64_t now = 0, tag = 0;
+  for (std::uint64_t offset = 0; offset < (64u << 20); offset += 1 << 20) {
+    const devmodel_request w = {DEVMODEL_OP_WRITE, 1, offset, 1 << 20, ++tag};
+    devmodel_result c;
+    devmodel_submit_result(m, &w, now, &c, &err);
+    ASSERT_EQ(c.final, 1);
+  }
+  now = 1000000000;
+  internal::Rng rng(5);
+  CApiAllocationsOverReads(m, rng, &now, &tag, 4096);  // warm
+  EXPECT_EQ(CApiAllocationsOverReads(m, rng, &now, &tag, 4096), 0u);
+  devmodel_close(m);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "devmodel/ssd.h"
+#include "devmodel/tag_map.h"
 #include "ftl.h"
 #include "ring.h"
 #include "rng.h"
@@ -206,7 +207,8 @@ class SsdModel final : public Device, private FtlListener {
   enum class ReadStage : std::uint8_t { kChannel, kLink, kDone };
   struct ReadState {
     TimeNs time;        // kChannel: its last page sensed; kLink: data in; kDone: end
-    TimeNs data_in;     // latest end of its page transfers served so far
+    TimeNs data_in;     // its pages through their channels with no wait, then the
+                        // latest end of its page transfers served so far
     TimeNs link_xfer;   // its own time on the host link
     std::uint64_t seq;  // the read's, in submission order (tags can be reused)
     std::uint32_t pages_left;  // page transfers not yet served
@@ -214,14 +216,7 @@ class SsdModel final : public Device, private FtlListener {
   };
   // A read whose page transfers are all served: queued for the link, or done.
   void PagesIn(std::uint64_t tag, ReadState* s);
-  using ReadStates = std::unordered_map<std::uint64_t, ReadState>;
-  ReadStates reads_;
-  // Nodes of reads_ taken out at a read's end and reused for later reads,
-  // so that the per-read path allocates only while the most reads yet are
-  // outstanding.
-  std::vector<ReadStates::node_type> reads_spare_;
-  void TrackRead(std::uint64_t tag, const ReadState& state);
-  void ForgetRead(ReadStates::iterator it) { reads_spare_.push_back(reads_.extract(it)); }
+  TagMap<ReadState> reads_;
   MinHeap inflight_;         // kFifo: ends of admitted commands
   Pipeline read_pipeline_;   // kRoundRobin: reads
   Pipeline write_pipeline_;  // kRoundRobin: writes, flushes, trims

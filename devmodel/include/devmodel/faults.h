@@ -13,11 +13,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "devmodel/device.h"
+#include "devmodel/tag_map.h"
 
 namespace devmodel {
 
@@ -152,7 +152,7 @@ class FaultyDevice final : public Device {
   Completion Finish(std::uint64_t tag, Completion c, TimeNs submit_ns, int media_error,
                     int lost, TimeNs now);
 
-  std::unordered_map<std::uint64_t, Pending> submitted_;  // by tag, until final
+  TagMap<Pending> submitted_;                             // by tag, until final
   std::unordered_set<std::uint64_t> lost_;                // by tag, until cancelled
   std::uint64_t cancelled_ = 0;
 };
