@@ -78,6 +78,10 @@ class CloudVolume final : public Device {
     }
     return c;
   }
+  bool Cancel(std::uint64_t tag) override {
+    const bool had = network_ns_.erase(tag) > 0;
+    return backing_->Cancel(tag) || had;
+  }
   bool deadlines_final() const override { return backing_->deadlines_final(); }
 
   std::uint64_t capacity_bytes() const override { return capacity_; }

@@ -178,6 +178,25 @@ TEST(CloudTest, PollsABackingWhoseDeadlinesAreNotFinal) {
   EXPECT_EQ(testing::RunToFinal(*vol, {{r, kSecond}})[0], want + c.latency_floor_ns);
 }
 
+TEST(CloudTest, CancelForgetsTheTagHereAndInTheBacking) {
+  SsdConfig s;
+  s.channels = 2;
+  s.dies_per_channel = 1;
+  s.blocks_per_plane = 64;
+  s.pages_per_block = 64;
+  std::string error;
+  auto vol = NewCloudVolume(Gp3(), NewSsd(s, 1, &error), 1, &error);
+  ASSERT_NE(vol, nullptr) << error;
+  Request r = Rd(0, 4096);
+  r.tag = 5;
+  ASSERT_FALSE(vol->Submit(r, kSecond).final);
+  EXPECT_TRUE(vol->Cancel(5));
+  EXPECT_FALSE(vol->Cancel(5));
+  const Completion c = vol->Poll(5, 2 * kSecond);  // unknown now
+  EXPECT_TRUE(c.final);
+  EXPECT_EQ(c.deadline_ns, 2 * kSecond);
+}
+
 TEST(CloudTest, RefusesNoBacking) {
   std::string error;
   EXPECT_EQ(NewCloudVolume(Gp3(), nullptr, 1, &error), nullptr);

@@ -169,6 +169,7 @@ Completion FaultyDevice::Poll(std::uint64_t tag, TimeNs now) {
 }
 
 bool FaultyDevice::Cancel(std::uint64_t tag) {
+  inner_->Cancel(tag);
   const bool had = submitted_.Erase(tag) + lost_.erase(tag) > 0;
   if (had) ++cancelled_;
   return had;

@@ -33,6 +33,7 @@ class HddModel final : public Device {
 
   Completion Submit(const Request& r, TimeNs now) override;
   Completion Poll(std::uint64_t tag, TimeNs now) override;
+  bool Cancel(std::uint64_t tag) override;
   bool deadlines_final() const override { return c_.queue_policy == QueuePolicy::kFifo; }
   std::uint64_t capacity_bytes() const override { return c_.capacity_bytes; }
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
@@ -48,6 +49,7 @@ class HddModel final : public Device {
     std::uint64_t tag, lba, seq;
     std::uint32_t sectors;
     bool write, destage;
+    bool cancelled;  // the host took it back: served, but never reported
     TimeNs arrival;
   };
   struct Plan {
@@ -206,7 +208,7 @@ void HddModel::Service(std::size_t index, TimeNs t) {
     }
   } else if (c_.queue_policy == QueuePolicy::kFifo) {
     last_host_done_ = plan.end_ns;
-  } else {
+  } else if (!cmd.cancelled) {
     done_[cmd.tag] = plan.end_ns;
   }
 }
@@ -307,7 +309,7 @@ Completion HddModel::Submit(const Request& r, TimeNs now) {
   const TimeNs t = now + c_.command_overhead_ns;
   const std::uint64_t lba = r.offset_bytes / c_.logical_block_bytes;
   const auto sectors = static_cast<std::uint32_t>(r.length_bytes / c_.logical_block_bytes);
-  Cmd cmd{r.tag, lba, 0, sectors, false, false, t};
+  Cmd cmd{r.tag, lba, 0, sectors, false, false, false, t};
   switch (r.op) {
     case Op::kTrim:  // ATA disks without TRIM support: accepted, no media work
       ++n_.trims;
@@ -370,11 +372,27 @@ Completion HddModel::Poll(std::uint64_t tag, TimeNs now) {
   // Still queued (SPTF) or a FLUSH waiting for destages: poll again when the
   // mechanism decides next. Anything else is an unknown tag.
   const bool queued = std::any_of(queue_.begin(), queue_.end(),
-                                  [tag](const Cmd& c) { return c.tag == tag && !c.destage; }) ||
+                                  [tag](const Cmd& c) {
+                                    return c.tag == tag && !c.destage && !c.cancelled;
+                                  }) ||
                       std::any_of(flushes_.begin(), flushes_.end(),
                                   [tag](const PendingFlush& f) { return f.tag == tag; });
   if (!queued) return {now, true};
   return {std::max(now, NextDecision()), false};
+}
+
+bool HddModel::Cancel(std::uint64_t tag) {
+  bool had = done_.erase(tag) > 0;
+  for (Cmd& c : queue_) {
+    if (c.tag == tag && !c.destage && !c.cancelled) c.cancelled = had = true;
+  }
+  const auto flush = std::find_if(flushes_.begin(), flushes_.end(),
+                                  [tag](const PendingFlush& f) { return f.tag == tag; });
+  if (flush != flushes_.end()) {
+    flushes_.erase(flush);
+    had = true;
+  }
+  return had;
 }
 
 std::string HddModel::CountersJson() const {

@@ -12,6 +12,8 @@
 namespace devmodel {
 namespace {
 
+constexpr TimeNs kSecond = 1000000000;
+
 HddConfig Desktop() {
   HddConfig c;  // defaults: 1 TB, 7200 rpm, 4 zones 210..120 MB/s
   c.zone_mb_s = {210, 200, 190, 180, 170, 160, 150, 140, 130, 120, 110, 100};
@@ -188,6 +190,35 @@ TEST(HddTest, SptfPollOfAnUnknownTagIsFinalAtNow) {
   const Completion unknown = hdd->Poll(99, 2000);
   EXPECT_EQ(unknown.deadline_ns, 2000u);
   EXPECT_TRUE(unknown.final);
+}
+
+// A command the host took back is still served (the others' times do not
+// change) but never reported: a poll of its tag is unknown, and it leaves no
+// decided completion behind.
+TEST(HddTest, SptfCancelledCommandIsServedAndForgotten) {
+  HddConfig c = Desktop();
+  c.queue_policy = QueuePolicy::kSptf;
+  auto kept = Make(c), cancelled = Make(c);
+  Request r = Read(0, 4096);
+  for (std::uint64_t tag = 1; tag <= 4; ++tag) {
+    r.tag = tag;
+    r.offset_bytes = tag * (100ull << 30);
+    EXPECT_FALSE(kept->Submit(r, 1000).final);
+    EXPECT_FALSE(cancelled->Submit(r, 1000).final);
+  }
+  EXPECT_TRUE(cancelled->Cancel(2));
+  EXPECT_FALSE(cancelled->Cancel(2));
+  const TimeNs late = 10 * kSecond;
+  for (const std::uint64_t tag : {1, 3, 4}) {
+    const Completion want = kept->Poll(tag, late), got = cancelled->Poll(tag, late);
+    EXPECT_TRUE(got.final);
+    EXPECT_EQ(got.deadline_ns, want.deadline_ns) << "tag " << tag;
+  }
+  EXPECT_LT(kept->Poll(2, late).deadline_ns, late);  // served long before
+  const Completion forgotten = cancelled->Poll(2, late);
+  EXPECT_TRUE(forgotten.final);
+  EXPECT_EQ(forgotten.deadline_ns, late);
+  EXPECT_EQ(cancelled->MemoryBytes(), kept->MemoryBytes());
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ class SsdModel final : public Device, private FtlListener {
   Completion Submit(const Request& r, TimeNs now) override;
   // A read's next stage (see above).
   Completion Poll(std::uint64_t tag, TimeNs now) override;
+  // A cancelled read's page and link transfers still take their time.
+  bool Cancel(std::uint64_t tag) override { return reads_.Erase(tag); }
   bool deadlines_final() const override { return false; }  // reads: see above
   std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }

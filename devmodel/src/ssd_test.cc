@@ -140,6 +140,35 @@ TEST(SsdTest, HostLinkDeadlinesDoNotDependOnPollTimes) {
   }
 }
 
+// A read the host took back still moves its pages (the others' deadlines
+// do not change) but its tag is forgotten at once.
+TEST(SsdTest, CancelledReadKeepsItsTransfersAndForgetsItsTag) {
+  const SsdConfig c = SmallSsdConfig();
+  auto kept = MakeSsd(c), cancelled = MakeSsd(c);
+  std::vector<testing::Timed> reads;
+  internal::Rng rng(11);
+  for (int i = 0; i < 32; ++i) {
+    const std::uint64_t offset = rng.Below(64 << 20) / 4096 * 4096;
+    kept->Submit(Rq(Op::kWrite, offset, 4096), 0);
+    cancelled->Submit(Rq(Op::kWrite, offset, 4096), 0);
+    reads.push_back({Rq(Op::kRead, offset, 4096), kSecond + i * 1000});
+  }
+  const std::vector<TimeNs> want = testing::RunToFinal(*kept, reads);
+  const std::size_t gone = 5;
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    reads[i].request.tag = i + 1;
+    EXPECT_FALSE(cancelled->Submit(reads[i].request, reads[i].at).final);
+  }
+  const TimeNs late = 2 * kSecond;
+  EXPECT_TRUE(cancelled->Cancel(gone + 1));
+  EXPECT_FALSE(cancelled->Cancel(gone + 1));
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const Completion got = cancelled->Poll(i + 1, late);
+    EXPECT_TRUE(got.final);
+    EXPECT_EQ(got.deadline_ns, i == gone ? late : want[i]) << "read " << i;
+  }
+}
+
 TEST(SsdTest, ReadsOnDistinctDiesRunInParallelAndOnOneDieSerialize) {
   SsdConfig c = SmallSsdConfig();
   c.host_link_mb_s = 0;  // isolate the NAND side

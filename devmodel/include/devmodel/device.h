@@ -69,6 +69,13 @@ class Device {
   // deadline_ns last returned for `tag`. Unknown tags return {now, true}.
   virtual Completion Poll(std::uint64_t tag, TimeNs now);
 
+  // The host took request `tag` back before its completion was final (a
+  // timeout's queue deletion or controller reset): the model forgets the tag,
+  // so a later Poll of it is an unknown tag and the tag can be reused. Work
+  // the model already booked for it stays done (the device did it). Returns
+  // whether the model still held the tag.
+  virtual bool Cancel(std::uint64_t /*tag*/) { return false; }
+
   // True when Submit() always returns final completions (every model except
   // an HDD that reorders its queue).
   virtual bool deadlines_final() const { return true; }

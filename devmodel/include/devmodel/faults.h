@@ -134,9 +134,9 @@ class FaultyDevice final : public Device {
   // The host took request `tag` back before the device completed it (a
   // queue deletion or a controller reset): counted in "cancelled" if the
   // device still had it (not final yet, or lost), ignored otherwise, so a
-  // tag cancelled twice counts once. The inner model is not told: its
-  // state stays as if it did the work. Returns whether it counted.
-  bool Cancel(std::uint64_t tag);
+  // tag cancelled twice counts once. The inner model forgets the tag too
+  // (Device::Cancel). Returns whether it counted.
+  bool Cancel(std::uint64_t tag) override;
 
  private:
   std::unique_ptr<Device> inner_;
