@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import (channel, device_faults, model_timing, notes, observe, paths, snapshot,
+from blklab import (appjobs, channel, device_faults, model_timing, notes, observe, paths, snapshot,
                     udev)
 from blklab.bundle import JobBundle
 from blklab.filesystem import parse_guest_record
@@ -257,6 +257,10 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         result.workload = {"command": {"exit_code": 0, "files": sorted(
             name[len(COMMAND_FILE_PREFIX):] for name in data.files
             if name.startswith(COMMAND_FILE_PREFIX))}}
+        if scenario.app_jobs:
+            # The applications' own results, beside the block layer's.
+            result.workload["apps"] = appjobs.results(scenario.app_jobs, data.files,
+                                                      COMMAND_FILE_PREFIX)
 
     keep: dict[str, bytes] = {}
     rel_dir = f"cells/{cell.id}"
