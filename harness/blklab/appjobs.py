@@ -29,9 +29,10 @@ never saw the load (scenarios/README.md, "Applications").
 
 Latency percentiles: sysbench's from its own latency histogram
 (`--histogram=on`: 1024 buckets, log-spaced from 0.001 ms to 100000 ms,
-sb_histogram.c, so a bucket's value is within 1.8% of the latencies it
-holds), by sysbench's own rule (sb_histogram_get_pct_intern), so the 95th
-equals the one sysbench prints; pgbench's exactly, by nearest rank, from
+sysbench.c and sb_histogram.c; a latency goes to the bucket whose value is
+nearest on the log scale, so that value is within 0.9% of it), by
+sysbench's own rule (first bucket whose running count reaches floor(n *
+p / 100 + 0.5)), so the 95th equals the one sysbench prints; pgbench's exactly, by nearest rank, from
 its per-transaction log (`-l`).
 """
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable
 
 from blklab.errors import ScenarioError
@@ -223,7 +225,7 @@ mark() {  # mark NAME: the device's stat and the guest's uptime now
     cut -d" " -f1 /proc/uptime > "$out/$1-uptime.txt"
 }
 grep -q " /data " /proc/mounts || { echo "no filesystem at /data"; exit 1; }
-sbseed=$((BLKLAB_SEED % 2147483647 + 1))
+sbseed=$((BLKLAB_SEED % {modulus} + 1))
 """
 _MARIADB = """
 # MariaDB with its data on the device under test.
@@ -264,7 +266,7 @@ def _pgbench(args: str, i: int) -> str:
 
 def script(jobs: tuple[AppJob, ...]) -> str:
     """The command job's shell script for these jobs."""
-    text = _HEAD
+    text = _HEAD.replace("{modulus}", str(SYSBENCH_SEED_MODULUS))
     if any(j.app == "sysbench" for j in jobs):
         text += _MARIADB
     if any(j.app == "pgbench" for j in jobs):
@@ -318,8 +320,7 @@ def sysbench_histogram(text: str) -> list[tuple[float, int]]:
 
 
 def histogram_percentile(hist: list[tuple[float, int]], pct: float) -> float | None:
-    """sysbench's rule (sb_histogram_get_pct_intern): the value of the
-    first bucket at which the running count reaches floor(total * pct /
+    """sysbench's rule (sb_histogram.c): the value of the first bucket at which the running count reaches floor(total * pct /
     100 + 0.5)."""
     total = sum(c for _, c in hist)
     if not total:
@@ -381,7 +382,10 @@ def pgbench_latencies_us(log: str) -> list[int]:
 
 
 def nearest_rank(sorted_values: list[int], pct: float) -> int:
-    return sorted_values[max(0, math.ceil(pct / 100.0 * len(sorted_values)) - 1)]
+    """The ceil(pct/100 * n)-th smallest, in exact arithmetic (in floats
+    99.9/100 * 1000 is a little over 999)."""
+    rank = math.ceil(Fraction(str(pct)) * len(sorted_values) / 100)
+    return sorted_values[max(0, rank - 1)]
 
 
 def parse_pgbench(text: str, log: str) -> dict[str, Any]:

@@ -228,9 +228,9 @@ only knowing that.</p><ul>
 <td class="l">{{ c.b }}</td><td>{{ c.ratio }}</td><td>{{ c.ci }}</td><td class="l">{{ c.verdict }}</td></tr>
 {% endfor %}</table>{% endif %}
 {% if d.apps %}<h3>Applications</h3>
-<p class="note">Each application job's own report over its measured run (its prepare step not included): transactions, their rate, queries per second (sysbench), errors (sysbench's ignored errors, pgbench's failed transactions), latency in ms (sysbench's percentiles from its histogram, within 1.8%; pgbench's exact, from its transaction log), and the block layer's w_await over the same run.</p>
+<p class="note">Each application job's own report over its measured run (its prepare step not included): transactions, their rate, queries per second (sysbench), errors (sysbench's ignored errors, pgbench's failed transactions), latency in ms (sysbench's percentiles from its histogram, within 0.9%; pgbench's exact, from its transaction log), and the block layer's w_await over the same run.</p>
 <table class="apps"><tr><th class="l">cell</th><th class="l">job</th><th class="l">benchmark</th><th>transactions</th><th>tps</th><th>qps</th><th>errors</th><th>avg ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>w_await ms</th></tr>
-{% for a in d.apps %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.job }}</td><td class="l">{{ a.bench }}</td>{% for v in a.values %}<td>{{ v }}</td>{% endfor %}</tr>
+{% for a in d.apps %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.job }}</td><td class="l">{{ a.bench }}</td>{% for v in a.cols %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>{% endif %}
 {% if d.counters %}<h3>Device model counters</h3>
 <table class="counters"><tr><th class="l">counter</th>{% for cid in d.counter_cells %}<th>{{ cid }}</th>{% endfor %}</tr>
@@ -473,7 +473,7 @@ def app_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rows.append({
                 "cell_id": c["cell_id"], "job": a["name"],
                 "bench": f"{a['app']} {a['test']}".strip(),
-                "values": [_fmt_int(a.get("transactions")), _fmt(a.get("tps"), 1, 1),
+                "cols": [_fmt_int(a.get("transactions")), _fmt(a.get("tps"), 1, 1),
                            _fmt(a.get("qps"), 1, 1), _fmt_int(a.get("errors")),
                            _fmt(lat.get("avg"), 1, 3)]
                 + [_fmt(pct.get(k), 1, 3) for k in ("50", "95", "99", "99.9")]
