@@ -33,7 +33,8 @@ sysbench.c and sb_histogram.c; a latency goes to the bucket whose value is
 nearest on the log scale, so that value is within 0.9% of it), by
 sysbench's own rule (first bucket whose running count reaches floor(n *
 p / 100 + 0.5)), so the 95th equals the one sysbench prints; pgbench's exactly, by nearest rank, from
-its per-transaction log (`-l`).
+its per-transaction log (`-l`), which the guest reduces to a count of each
+latency in us.
 """
 
 from __future__ import annotations
@@ -119,6 +120,67 @@ class AppJob:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "app": self.app, "test": self.test,
                 "options": dict(self.options), "init": dict(self.init)}
+
+
+# [mariadb] and [postgresql]: the servers' own settings, every cell. Each
+# server checks its names and values when it starts; blklab keeps those it
+# sets itself.
+SERVERS = {"mariadb": "sysbench", "postgresql": "pgbench"}
+SERVER_RESERVED = {
+    "mariadb": ("no-defaults", "defaults-file", "defaults-extra-file", "user", "datadir",
+                "socket", "skip-networking", "port", "bind-address", "pid-file"),
+    "postgresql": ("data-directory", "listen-addresses", "unix-socket-directories", "port",
+                   "config-file", "hba-file", "ident-file"),
+}
+_SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Servers:
+    """The servers' own settings, as (name, value) in the order given:
+    mariadbd --name=value, postgres -c name=value."""
+
+    mariadb: tuple[tuple[str, str], ...] = ()
+    postgresql: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mariadb": dict(self.mariadb), "postgresql": dict(self.postgresql)}
+
+
+def parse_servers(path: str, data: dict[str, Any], jobs: tuple["AppJob", ...],
+                  reader: Callable[[dict[str, Any], str], Any]) -> Servers:
+    """[mariadb] options and [postgresql] options, each beside a job that
+    runs against that server."""
+    found = {}
+    for server, app in SERVERS.items():
+        table = data.get(server)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ScenarioError(path, server, "must be a table")
+        r = reader(table, server)
+        options = r.get("options", dict, {})
+        r.finish()
+        if not any(j.app == app for j in jobs):
+            raise ScenarioError(path, server, f"sets {server}'s options, and no [[job]] has "
+                                f"app = \"{app}\", which runs against it")
+        out = []
+        for name, value in options.items():
+            where = f"{server}.options.{name}"
+            if not _SERVER_OPTION.match(name):
+                raise ScenarioError(path, where, "a setting's name: lowercase letters, "
+                                    "digits, _ . -")
+            if name.replace("_", "-") in SERVER_RESERVED[server]:
+                raise ScenarioError(path, where, "is set by blklab, which starts the server "
+                                    "with its data on the device under test")
+            if isinstance(value, bool):
+                value = "on" if value else "off"
+            if not isinstance(value, (int, float, str)) or not _VALUE.match(str(value)):
+                raise ScenarioError(path, where, "a number, a boolean or 1-200 of letters, "
+                                    "digits and _ . , : / + = -")
+            out.append((name, str(value)))
+        found[server] = tuple(out)
+    return Servers(**found)
 
 
 def is_app_job(table: Any) -> bool:
@@ -210,11 +272,13 @@ step() {  # step NAME COMMAND...: COMMAND's output into NAME.txt
     echo "== $name at $(cut -d" " -f1 /proc/uptime) s"
     "$@" > "$out/$name.txt" 2>&1 || { echo "$name failed:"; tail -n 20 "$out/$name.txt"; exit 1; }
 }
-wait_for() {  # wait_for WHAT COMMAND...: up to 60 s of the guest's time
+wait_for() {  # wait_for WHAT PID COMMAND...: up to 60 s of the guest's time
     what=$1
-    shift
+    pid=$2
+    shift 2
     i=0
     until "$@" > /dev/null 2>&1; do
+        kill -0 "$pid" 2> /dev/null || { echo "$what exited:"; tail -n 20 "$out/$what.txt"; exit 1; }
         i=$((i + 1))
         [ $i -le 600 ] || { echo "$what: not ready after 60 s"; exit 1; }
         sleep 0.1
@@ -234,9 +298,9 @@ step mariadb-install mariadb-install-db --no-defaults --user=root --datadir=/dat
 mariadbd --no-defaults --user=root --datadir=/data/mysql --socket=/run/mysqld.sock \\
     --skip-networking --skip-name-resolve --pid-file=/run/mysqld.pid \\
     --innodb-buffer-pool-load-at-startup=OFF --innodb-buffer-pool-dump-at-shutdown=OFF \\
-    > "$out/mariadbd.txt" 2>&1 &
+    {options}> "$out/mariadbd.txt" 2>&1 &
 mariadb_pid=$!
-wait_for mariadb mariadb --socket=/run/mysqld.sock -e "select 1"
+wait_for mariadbd $mariadb_pid mariadb --socket=/run/mysqld.sock -e "select 1"
 """
 _POSTGRES = """
 # PostgreSQL 15 as its own user, with its data on the device under test.
@@ -244,9 +308,9 @@ pgbin=/usr/lib/postgresql/15/bin
 mkdir -p /data/pg /run/pg
 chown postgres:postgres /data/pg /run/pg
 step postgres-initdb su -s /bin/sh postgres -c "$pgbin/initdb -D /data/pg/db -U postgres --auth=trust --no-locale -E UTF8"
-su -s /bin/sh postgres -c "$pgbin/postgres -D /data/pg/db -c listen_addresses= -c unix_socket_directories=/run/pg -c jit=off" \\
+su -s /bin/sh postgres -c "$pgbin/postgres -D /data/pg/db -c listen_addresses= -c unix_socket_directories=/run/pg -c jit=off{options}" \\
     > "$out/postgres.txt" 2>&1 &
-wait_for postgres su -s /bin/sh postgres -c "$pgbin/pg_isready -h /run/pg -U postgres"
+wait_for postgres $! su -s /bin/sh postgres -c "$pgbin/pg_isready -h /run/pg -U postgres"
 """
 _TAIL = """
 echo "== stopping the servers at $(cut -d" " -f1 /proc/uptime) s"
@@ -264,13 +328,14 @@ def _pgbench(args: str, i: int) -> str:
             f'pgbench_{i}"').replace("  ", " ")
 
 
-def script(jobs: tuple[AppJob, ...]) -> str:
+def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
     """The command job's shell script for these jobs."""
     text = _HEAD.replace("{modulus}", str(SYSBENCH_SEED_MODULUS))
     if any(j.app == "sysbench" for j in jobs):
-        text += _MARIADB
+        text += _MARIADB.replace("{options}", "".join(f"--{k}={v} " for k, v in servers.mariadb))
     if any(j.app == "pgbench" for j in jobs):
-        text += _POSTGRES
+        text += _POSTGRES.replace("{options}", "".join(f" -c {k}={v}"
+                                                        for k, v in servers.postgresql))
     text += "\n# Prepare: not measured.\n"
     for i, j in enumerate(jobs):
         if j.app == "sysbench":
@@ -292,8 +357,12 @@ def script(jobs: tuple[AppJob, ...]) -> str:
             text += (f"step {j.name}-run {_pgbench(f'--random-seed=$BLKLAB_SEED -l --log-prefix={prefix} ' + _args(j.options), i)}\n")
         text += f"mark {j.name}-end\n"
         if j.app == "pgbench":
-            # pgbench writes one log per thread: <prefix>.<pid>[.<thread>].
-            text += f'cat /tmp/pgbench-log-{i}.* > "$out/{j.name}-log.txt"\n'
+            # pgbench writes one log per thread, <prefix>.<pid>[.<thread>],
+            # a line per transaction; kept as the count of each latency (us),
+            # which gives the same percentiles in far fewer bytes.
+            text += (f"cat /tmp/pgbench-log-{i}.* | awk '{{ n[$3]++ }} END {{ for (k in n) "
+                     f"print k, n[k] }}' | sort -n > \"$out/{j.name}-latency-us.txt\"\n"
+                     f"rm -f /tmp/pgbench-log-{i}.*\n")
     text += _TAIL
     if any(j.app == "sysbench" for j in jobs):
         text += "kill $mariadb_pid\nwait $mariadb_pid\n"
@@ -369,35 +438,44 @@ _PG = {
 }
 
 
-def pgbench_latencies_us(log: str) -> list[int]:
-    """The latency (us) of each completed transaction in pgbench's log
-    (`client transaction time script epoch epoch_us [lag] [retries]`;
-    a failed or skipped one has a word for its time)."""
+def pgbench_latencies_us(counts: str) -> list[tuple[int, int]]:
+    """(latency in us, transactions) from the script's count of the third
+    field of pgbench's log (`client transaction time script epoch epoch_us
+    [lag] [retries]`); a failed or skipped transaction has a word there and
+    is left out."""
     out = []
-    for line in log.splitlines():
+    for line in counts.splitlines():
         fields = line.split()
-        if len(fields) >= 6 and fields[2].isdigit():
-            out.append(int(fields[2]))
-    return out
+        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+            out.append((int(fields[0]), int(fields[1])))
+    return sorted(out)
 
 
-def nearest_rank(sorted_values: list[int], pct: float) -> int:
-    """The ceil(pct/100 * n)-th smallest, in exact arithmetic (in floats
-    99.9/100 * 1000 is a little over 999)."""
-    rank = math.ceil(Fraction(str(pct)) * len(sorted_values) / 100)
-    return sorted_values[max(0, rank - 1)]
+def nearest_rank(hist: list[tuple[int, int]], pct: float) -> int:
+    """The ceil(pct/100 * n)-th smallest of the values counted in hist
+    (sorted), in exact arithmetic (in floats 99.9/100 * 1000 is a little
+    over 999)."""
+    n = sum(c for _, c in hist)
+    rank = max(1, math.ceil(Fraction(str(pct)) * n / 100))
+    seen = 0
+    for value, count in hist:
+        seen += count
+        if seen >= rank:
+            return value
+    return hist[-1][0]
 
 
-def parse_pgbench(text: str, log: str) -> dict[str, Any]:
+def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
     found = {k: r.search(text) for k, r in _PG.items()}
     if found["transactions"] is None or found["tps"] is None:
         raise ValueError("no transaction count or tps in pgbench's report")
-    lat_us = sorted(pgbench_latencies_us(log))
+    hist = pgbench_latencies_us(counts)
+    n = sum(c for _, c in hist)
     lat: dict[str, Any] = {"avg": float(found["avg"].group(1)) if found["avg"] else None}
-    if lat_us:
-        lat.update({"min": lat_us[0] / 1000.0, "max": lat_us[-1] / 1000.0,
-                    "mean": round(sum(lat_us) / len(lat_us) / 1000.0, 6)})
-    lat["percentiles"] = {_pct_key(p): nearest_rank(lat_us, p) / 1000.0 if lat_us else None
+    if n:
+        lat.update({"min": hist[0][0] / 1000.0, "max": hist[-1][0] / 1000.0,
+                    "mean": round(sum(v * c for v, c in hist) / n / 1000.0, 6)})
+    lat["percentiles"] = {_pct_key(p): nearest_rank(hist, p) / 1000.0 if n else None
                           for p in PERCENTILES}
     return {
         "transactions": int(found["transactions"].group(1)),
@@ -405,7 +483,7 @@ def parse_pgbench(text: str, log: str) -> dict[str, Any]:
         "tps": float(found["tps"].group(1)),
         "initial_connection_ms": (float(found["initial_connection_ms"].group(1))
                                   if found["initial_connection_ms"] else None),
-        "logged_transactions": len(lat_us),
+        "logged_transactions": n,
         "latency_ms": lat,
     }
 
@@ -431,7 +509,7 @@ def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
             if job.app == "sysbench":
                 entry.update(parse_sysbench(run))
             else:
-                entry.update(parse_pgbench(run, text(f"{job.name}-log.txt")))
+                entry.update(parse_pgbench(run, text(f"{job.name}-latency-us.txt")))
         except ValueError as e:
             entry["error"] = str(e)
         before, after = text(f"{job.name}-start-stat.txt"), text(f"{job.name}-end-stat.txt")

@@ -741,7 +741,9 @@ def _parse_command_jobs(path: str, data: dict[str, Any]) -> tuple[list[Job], tup
     tables = data.get("job")
     if isinstance(tables, list) and tables and any(appjobs.is_app_job(t) for t in tables):
         apps = appjobs.parse(path, tables, lambda t, prefix: _Reader(path, t, prefix))
-        return [Job("apps", (), command=appjobs.script(apps))], apps
+        servers = appjobs.parse_servers(path, data, apps,
+                                        lambda t, prefix: _Reader(path, t, prefix))
+        return [Job("apps", (), command=appjobs.script(apps, servers))], apps
     if not isinstance(tables, list) or len(tables) != 1 or not isinstance(tables[0], dict):
         raise ScenarioError(path, "job", "workload = \"command\" runs exactly one [[job]]; "
                             "put its steps into one command")
@@ -1250,7 +1252,8 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short", "fault", "filesystem", "vm", "udev", "observe"})
+                     "short", "fault", "filesystem", "vm", "udev", "observe",
+                     *appjobs.SERVERS})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1420,6 +1423,8 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                         pause_ns=None, cpu=None, irq_ns=None, syscall_ns=None, wake_ns=None)
     fs = filesystem_mod.parse_filesystem(
         _Reader(shown, _table(shown, data, "filesystem"), "filesystem"))
+    if not app_jobs:  # a server's settings without a job that runs against it
+        appjobs.parse_servers(shown, data, (), lambda t, prefix: _Reader(shown, t, prefix))
     if fs is not None:
         _check_filesystem(shown, fs, guest, devices, jobs, workload)
     elif app_jobs:

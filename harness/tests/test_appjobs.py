@@ -135,10 +135,16 @@ def test_sysbench_report_read():
 
 
 def test_pgbench_report_and_log_read():
-    # 1000 transactions of 1..1000 us, and two that did not complete.
+    # 1000 transactions of 1..1000 us, and two that did not complete, as
+    # pgbench logs them and the script's awk counts them.
     log = "".join(f"{i % 2} {i} {i} 0 1577836800 {i}\n" for i in range(1, 1001))
     log += "0 1001 failed 0 1577836801 0\n1 1002 skipped 0 1577836801 0\n"
-    r = appjobs.parse_pgbench(_fixture("tpcb-run.txt"), log)
+    awk = next(line for line in appjobs.script(
+        (appjobs.AppJob("t", "pgbench"),)).splitlines() if "| awk " in line)
+    program = awk.split("awk '", 1)[1].split("'", 1)[0]
+    counts = subprocess.run(["busybox", "awk", program], input=log, capture_output=True,
+                            text=True, check=True).stdout
+    r = appjobs.parse_pgbench(_fixture("tpcb-run.txt"), counts)
     assert r["transactions"] > 0 and r["errors"] == 0 and r["tps"] > 0
     assert r["logged_transactions"] == 1000
     lat = r["latency_ms"]
@@ -202,3 +208,42 @@ def test_an_app_job_needs_the_command_workload(tmp_path):
     with pytest.raises(ScenarioError) as e:
         _load(tmp_path, SCENARIO.replace('workload = "command"\n', "") + PGBENCH)
     assert e.value.key == "job[0].app" and 'workload = "command"' in e.value.message
+
+
+def test_the_servers_get_their_settings(tmp_path):
+    text = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH + """
+[mariadb]
+options = {innodb_flush_log_at_trx_commit = 2, innodb-buffer-pool-size = "256M"}
+[postgresql]
+options = {checkpoint_timeout = "30s", fsync = true}
+""").jobs[0].command
+    subprocess.run(["sh", "-n"], input=text, text=True, check=True)
+    (mariadbd,) = [line for line in text.splitlines()
+                   if "--innodb_flush_log_at_trx_commit=" in line]
+    assert mariadbd.split() == ["--innodb_flush_log_at_trx_commit=2",
+                                "--innodb-buffer-pool-size=256M", '>', '"$out/mariadbd.txt"',
+                                "2>&1", "&"]
+    (postgres,) = [line for line in text.splitlines() if "/postgres -D" in line]
+    assert postgres.endswith('-c jit=off -c checkpoint_timeout=30s -c fsync=on" \\')
+
+
+@pytest.mark.parametrize("extra, key, message", [
+    ('[mariadb]\noptions = {innodb_flush_method = "O_DIRECT"}\n', "mariadb",
+     'no [[job]] has app = "sysbench"'),
+    ('[postgresql]\noptions = {data_directory = "/tmp/x"}\n', "postgresql.options.data_directory",
+     "is set by blklab"),
+    ('[postgresql]\noptions = {"shared buffers" = "1GB"}\n', 'postgresql.options.shared buffers',
+     "a setting's name"),
+    ('[postgresql]\nsettings = {fsync = false}\n', "postgresql.settings", "unknown key"),
+])
+def test_bad_server_settings(tmp_path, extra, key, message):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + PGBENCH + extra)
+    assert e.value.key == key and message in e.value.message
+
+
+def test_a_server_s_settings_without_app_jobs(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + '[[job]]\nname = "c"\ncommand = "true"\n'
+              '[postgresql]\noptions = {fsync = false}\n')
+    assert e.value.key == "postgresql" and 'app = "pgbench"' in e.value.message
