@@ -1,7 +1,8 @@
 """Application jobs ([[job]] app = "sysbench" / "pgbench", blklab.appjobs)
 in one small cell: MariaDB and PostgreSQL on ext4 on a file-backed NVMe
 drive, sysbench oltp_insert (2 threads) and pgbench's TPC-B-like run (2
-clients), 1 s each after their prepare steps. Their own results reach the
+clients), 1 s each after their prepare steps, each server with one
+setting of the scenario's. Their own results reach the
 cell JSON and the report, seeded from the cell's seed, and the bounds
 below follow from the tools' sources and the scenario, not from a run.
 The host time of the run is printed (pytest -s)."""
@@ -45,6 +46,10 @@ name = "tpcb"
 app = "pgbench"
 init = {{scale = 1}}
 options = {{client = {CLIENTS}, time = 1}}
+[mariadb]
+options = {{innodb_buffer_pool_size = "64M"}}
+[postgresql]
+options = {{log_connections = true}}
 """
 
 
@@ -125,3 +130,9 @@ def test_the_report_shows_them(run):
     rows = re.findall(r"<tr><td class=\"l\">([^<]+)</td><td class=\"l\">([^<]+)</td>", table)
     assert rows == [(cid, "insert"), (cid, "tpcb")]
     assert f"{apps['tpcb']['transactions']:,}" in table
+
+
+def test_the_servers_took_the_scenario_s_settings(run):
+    assert "innodb_buffer_pool_size=64m" in _file(run, "mariadbd.txt")
+    # log_connections: one line per connection, pgbench's among them.
+    assert "connection authorized: user=postgres database=pgbench_1" in _file(run, "postgres.txt")
