@@ -32,9 +32,9 @@ Latency percentiles: sysbench's from its own latency histogram
 sysbench.c and sb_histogram.c; a latency goes to the bucket whose value is
 nearest on the log scale, so that value is within 0.9% of it), by
 sysbench's own rule (first bucket whose running count reaches floor(n *
-p / 100 + 0.5)), so the 95th equals the one sysbench prints; pgbench's exactly, by nearest rank, from
-its per-transaction log (`-l`), which the guest reduces to a count of each
-latency in us.
+p / 100 + 0.5)), so the 95th equals the one sysbench prints; pgbench's
+exactly, by nearest rank, from its per-transaction log (`-l`), which the
+guest reduces to a count of each latency in us.
 """
 
 from __future__ import annotations
@@ -278,7 +278,8 @@ wait_for() {  # wait_for WHAT PID COMMAND...: up to 60 s of the guest's time
     shift 2
     i=0
     until "$@" > /dev/null 2>&1; do
-        kill -0 "$pid" 2> /dev/null || { echo "$what exited:"; tail -n 20 "$out/$what.txt"; exit 1; }
+        kill -0 "$pid" 2> /dev/null ||
+            { echo "$what exited:"; tail -n 20 "$out/$what.txt"; exit 1; }
         i=$((i + 1))
         [ $i -le 600 ] || { echo "$what: not ready after 60 s"; exit 1; }
         sleep 0.1
@@ -353,8 +354,9 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
         if j.app == "sysbench":
             text += f"step {j.name}-run {_sysbench(j, i, '--histogram=on run')}\n"
         else:
-            prefix = f"/tmp/pgbench-log-{i}"
-            text += (f"step {j.name}-run {_pgbench(f'--random-seed=$BLKLAB_SEED -l --log-prefix={prefix} ' + _args(j.options), i)}\n")
+            args = (f"--random-seed=$BLKLAB_SEED -l --log-prefix=/tmp/pgbench-log-{i} "
+                    + _args(j.options))
+            text += f"step {j.name}-run {_pgbench(args, i)}\n"
         text += f"mark {j.name}-end\n"
         if j.app == "pgbench":
             # pgbench writes one log per thread, <prefix>.<pid>[.<thread>],
@@ -389,16 +391,21 @@ def sysbench_histogram(text: str) -> list[tuple[float, int]]:
 
 
 def histogram_percentile(hist: list[tuple[float, int]], pct: float) -> float | None:
-    """sysbench's rule (sb_histogram.c): the value of the first bucket at which the running count reaches floor(total * pct /
-    100 + 0.5)."""
+    """sysbench's rule (sb_histogram.c): the value of the first bucket at
+    which the running count reaches floor(total * pct / 100 + 0.5)."""
     total = sum(c for _, c in hist)
     if not total:
         return None
-    want = math.floor(total * pct / 100.0 + 0.5)
+    return _value_at_rank(hist, math.floor(total * pct / 100.0 + 0.5))
+
+
+def _value_at_rank(hist: list, rank: int) -> Any:
+    """The value of the first (value, count) at which the running count
+    reaches rank (hist in order of value, not empty)."""
     seen = 0
     for value, count in hist:
         seen += count
-        if seen >= want:
+        if seen >= rank:
             return value
     return hist[-1][0]
 
@@ -456,13 +463,7 @@ def nearest_rank(hist: list[tuple[int, int]], pct: float) -> int:
     (sorted), in exact arithmetic (in floats 99.9/100 * 1000 is a little
     over 999)."""
     n = sum(c for _, c in hist)
-    rank = max(1, math.ceil(Fraction(str(pct)) * n / 100))
-    seen = 0
-    for value, count in hist:
-        seen += count
-        if seen >= rank:
-            return value
-    return hist[-1][0]
+    return _value_at_rank(hist, max(1, math.ceil(Fraction(str(pct)) * n / 100)))
 
 
 def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
