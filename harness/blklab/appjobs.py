@@ -472,6 +472,8 @@ def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
         raise ValueError("no transaction count or tps in pgbench's report")
     hist = pgbench_latencies_us(counts)
     n = sum(c for _, c in hist)
+    if not n and int(found["transactions"].group(1)):
+        raise ValueError("pgbench counted transactions and its transaction log has none")
     lat: dict[str, Any] = {"avg": float(found["avg"].group(1)) if found["avg"] else None}
     if n:
         lat.update({"min": hist[0][0] / 1000.0, "max": hist[-1][0] / 1000.0,

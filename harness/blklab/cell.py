@@ -428,7 +428,8 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
     if in_effect != cell.scheduler:
         return f"scheduler in effect is '{in_effect}', asked for '{cell.scheduler}'"
     if "command" in result.workload:  # its exit status is its verdict
-        return None
+        bad = next((a for a in result.workload.get("apps", []) if "error" in a), None)
+        return None if bad is None else f"job '{bad['name']}' ({bad['app']}): {bad['error']}"
     if not any(row["total_ios"] for row in result.summary):
         return "the workload completed no I/O"
     if cell.device.profile is not None and result.devmodel is None:

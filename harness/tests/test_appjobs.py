@@ -247,3 +247,21 @@ def test_a_server_s_settings_without_app_jobs(tmp_path):
         _load(tmp_path, SCENARIO + '[[job]]\nname = "c"\ncommand = "true"\n'
               '[postgresql]\noptions = {fsync = false}\n')
     assert e.value.key == "postgresql" and 'app = "pgbench"' in e.value.message
+
+
+def test_a_job_whose_report_does_not_parse_fails_the_cell(tmp_path):
+    from blklab import cell as cell_mod, channel
+    from blklab.results import CellResult
+
+    s = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH)
+    (c,) = scenario.expand_cells(s)
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    result = CellResult(c.id, "ok", None, {}, in_effect={"scheduler": c.scheduler})
+    result.workload = {"command": {"exit_code": 0, "files": []},
+                       "apps": appjobs.results(s.app_jobs, files)}
+    data = channel.ChannelData(hello="6.12", status="ok")
+    # The fixtures hold pgbench's report but not its transaction log.
+    assert cell_mod._failure(c, result, data, None, "") == (
+        "job 'tpcb' (pgbench): pgbench counted transactions and its transaction log has none")
+    result.workload["apps"] = result.workload["apps"][:1]
+    assert cell_mod._failure(c, result, data, None, "") is None
