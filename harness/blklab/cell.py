@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import (channel, device_faults, model_timing, notes, observe, paths, snapshot,
+from blklab import (appjobs, channel, device_faults, model_timing, notes, observe, paths, snapshot,
                     udev)
 from blklab.bundle import JobBundle
 from blklab.filesystem import parse_guest_record
@@ -257,6 +257,10 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         result.workload = {"command": {"exit_code": 0, "files": sorted(
             name[len(COMMAND_FILE_PREFIX):] for name in data.files
             if name.startswith(COMMAND_FILE_PREFIX))}}
+        if scenario.app_jobs:
+            # The applications' own results, beside the block layer's.
+            result.workload["apps"] = appjobs.results(scenario.app_jobs, data.files,
+                                                      COMMAND_FILE_PREFIX)
 
     keep: dict[str, bytes] = {}
     rel_dir = f"cells/{cell.id}"
@@ -424,7 +428,8 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
     if in_effect != cell.scheduler:
         return f"scheduler in effect is '{in_effect}', asked for '{cell.scheduler}'"
     if "command" in result.workload:  # its exit status is its verdict
-        return None
+        bad = next((a for a in result.workload.get("apps", []) if "error" in a), None)
+        return None if bad is None else f"job '{bad['name']}' ({bad['app']}): {bad['error']}"
     if not any(row["total_ios"] for row in result.summary):
         return "the workload completed no I/O"
     if cell.device.profile is not None and result.devmodel is None:

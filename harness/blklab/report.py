@@ -227,6 +227,11 @@ only knowing that.</p><ul>
 {% for c in d.comparisons %}<tr><td class="l">{{ c.metric }}</td><td class="l">{{ c.a }}</td>
 <td class="l">{{ c.b }}</td><td>{{ c.ratio }}</td><td>{{ c.ci }}</td><td class="l">{{ c.verdict }}</td></tr>
 {% endfor %}</table>{% endif %}
+{% if d.apps %}<h3>Applications</h3>
+<p class="note">Each application job's own report over its measured run (its prepare step not included): transactions, their rate, queries per second (sysbench), errors (sysbench's ignored errors, pgbench's failed transactions), latency in ms (sysbench's percentiles from its histogram, within 0.9%; pgbench's exact, from its transaction log), and the block layer's w_await over the same run.</p>
+<table class="apps"><tr><th class="l">cell</th><th class="l">job</th><th class="l">benchmark</th><th>transactions</th><th>tps</th><th>qps</th><th>errors</th><th>avg ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>w_await ms</th></tr>
+{% for a in d.apps %}<tr><td class="l">{{ a.cell_id }}</td><td class="l">{{ a.job }}</td><td class="l">{{ a.bench }}</td>{% for v in a.cols %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
 {% if d.counters %}<h3>Device model counters</h3>
 <table class="counters"><tr><th class="l">counter</th>{% for cid in d.counter_cells %}<th>{{ cid }}</th>{% endfor %}</tr>
 {% for name, vals in d.counters %}<tr><td class="l">{{ name }}</td>{% for v in vals %}<td>{{ v }}</td>{% endfor %}</tr>
@@ -335,6 +340,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                     "verdict": c.verdict})
         counter_cells, counters, counters_zero = counter_table(ok_cells)
         faults = fault_rows(dcells)
+        apps = app_rows(ok_cells)
         btt, btt_keys = _flat_table(ok_cells, "btt")
         vclocks, vclock_keys = _flat_table(ok_cells, "vcpu_clocks")
         failed = [{"cell_id": c["cell_id"], "error": c.get("error"),
@@ -348,7 +354,7 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
                         "notes": cell_notes,
                         "comparisons": comparisons, "counters": counters,
                         "counter_cells": counter_cells, "counters_zero": counters_zero,
-                        "btt": btt, "btt_keys": btt_keys, "faults": faults,
+                        "btt": btt, "btt_keys": btt_keys, "faults": faults, "apps": apps,
                         "vclocks": vclocks, "vclock_keys": vclock_keys,
                         "failed": failed})
     kernel = next((c["guest"].get("kernel_version", "") for c in cells if c.get("guest")), "")
@@ -453,6 +459,25 @@ def fault_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "end_ns": _fmt_int(f.get("end_ns")),
                          "requests": _fmt_int(f.get("requests")),
                          "fired": "-" if not f else ("yes" if f.get("fired") else "no")})
+    return rows
+
+
+def app_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell and application job (workload.apps, blklab.appjobs)."""
+    rows = []
+    for c in cells:
+        for a in (c.get("workload") or {}).get("apps", []):
+            lat = a.get("latency_ms", {})
+            pct = lat.get("percentiles", {})
+            w_await = a.get("disk_stats", {}).get("derived", {}).get("w_await_ms")
+            rows.append({
+                "cell_id": c["cell_id"], "job": a["name"],
+                "bench": f"{a['app']} {a['test']}".strip(),
+                "cols": [_fmt_int(a.get("transactions")), _fmt(a.get("tps"), 1, 1),
+                           _fmt(a.get("qps"), 1, 1), _fmt_int(a.get("errors")),
+                           _fmt(lat.get("avg"), 1, 3)]
+                + [_fmt(pct.get(k), 1, 3) for k in ("50", "95", "99", "99.9")]
+                + [_fmt(w_await, 1, 3)]})
     return rows
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from blklab import cpus, device_faults, kernels
+from blklab import appjobs, cpus, device_faults, kernels
 from blklab import filesystem as filesystem_mod
 from blklab import observe, udev
 from blklab.errors import ScenarioError
@@ -349,6 +349,9 @@ class Scenario:
     udev_rules: udev.UdevRules | None = None
     # [[observe]]: commands beside the workload (blklab.observe).
     observers: tuple = ()
+    # workload = "command" with [[job]] app = "sysbench" / "pgbench"
+    # (blklab.appjobs): the jobs the command's generated script runs.
+    app_jobs: tuple = ()
 
     def runs(self, exp: Expectation) -> bool:
         """Whether this form of the scenario checks `exp`: the short form
@@ -730,10 +733,17 @@ def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str,
     return Job(name, (), (jf.attachment,), jf.attachment.guest_path, jf.sections)
 
 
-def _parse_command_jobs(path: str, data: dict[str, Any]) -> list[Job]:
+def _parse_command_jobs(path: str, data: dict[str, Any]) -> tuple[list[Job], tuple]:
     """workload = "command": one [[job]] with a name and the shell script
-    (command) it runs in the applications' root."""
+    (command) it runs in the applications' root, or [[job]]s that name an
+    app (blklab.appjobs), run by one script blklab writes; with the app
+    jobs ((): none)."""
     tables = data.get("job")
+    if isinstance(tables, list) and tables and any(appjobs.is_app_job(t) for t in tables):
+        apps = appjobs.parse(path, tables, lambda t, prefix: _Reader(path, t, prefix))
+        servers = appjobs.parse_servers(path, data, apps,
+                                        lambda t, prefix: _Reader(path, t, prefix))
+        return [Job("apps", (), command=appjobs.script(apps, servers))], apps
     if not isinstance(tables, list) or len(tables) != 1 or not isinstance(tables[0], dict):
         raise ScenarioError(path, "job", "workload = \"command\" runs exactly one [[job]]; "
                             "put its steps into one command")
@@ -745,7 +755,7 @@ def _parse_command_jobs(path: str, data: dict[str, Any]) -> list[Job]:
     if not command.strip():
         raise j.error("command", "is empty")
     j.finish()
-    return [Job(name, (), command=command)]
+    return [Job(name, (), command=command)], ()
 
 
 def _parse_jobs(path: str, data: dict[str, Any], scenario_path: Path | None = None,
@@ -1242,7 +1252,8 @@ def _load(path: str | Path, check_profiles: bool, short: bool, mode: str | None,
 
     top = _Reader(shown, data, "")
     top.used.update({"scenario", "guest", "device", "queue", "iosched", "job", "expect",
-                     "short", "fault", "filesystem", "vm", "udev", "observe"})
+                     "short", "fault", "filesystem", "vm", "udev", "observe",
+                     *appjobs.SERVERS})
     top.finish()
 
     # The full form first, so that its own errors are named as such.
@@ -1356,11 +1367,23 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
 
     kernels.check_iosched(shown, written, guest.kernel, iosched_axes)
     kernels.check_queue(shown, written, guest.kernel, devices, queue_axes)
+    app_jobs: tuple = ()
+    tables = data.get("job")
+    first_app = next((i for i, t in enumerate(tables) if appjobs.is_app_job(t)), None) \
+        if isinstance(tables, list) else None
+    if first_app is not None:
+        what = f"job[{first_app}].app"
+        if workload != "command":
+            raise ScenarioError(shown, what, "a job with an app runs in the applications' "
+                                "root: set scenario.workload = \"command\"")
+        if not guest.apps:
+            raise ScenarioError(shown, "guest.apps", f"{what} runs its database server and "
+                                "benchmark from the applications' root: set [guest] apps = true")
     if workload == "command":
         if not guest.apps:
             raise s.error("workload", "\"command\" runs its job in the applications' root: "
                           "set [guest] apps = true")
-        jobs = _parse_command_jobs(shown, data)
+        jobs, app_jobs = _parse_command_jobs(shown, data)
     else:
         jobs = _parse_jobs(shown, data, p if check_profiles else None, workload)
     if check_profiles and workload != "command":
@@ -1400,8 +1423,15 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
                         pause_ns=None, cpu=None, irq_ns=None, syscall_ns=None, wake_ns=None)
     fs = filesystem_mod.parse_filesystem(
         _Reader(shown, _table(shown, data, "filesystem"), "filesystem"))
+    if not app_jobs:  # a server's settings without a job that runs against it
+        appjobs.parse_servers(shown, data, (), lambda t, prefix: _Reader(shown, t, prefix))
     if fs is not None:
         _check_filesystem(shown, fs, guest, devices, jobs, workload)
+    elif app_jobs:
+        raise ScenarioError(shown, "filesystem", f"job '{app_jobs[0].name}' runs "
+                            f"{app_jobs[0].app} against a database server whose data lives "
+                            "on the device under test: add a [filesystem] (type = \"ext4\" "
+                            "or \"xfs\")")
     vm = filesystem_mod.parse_vm(_Reader(shown, _table(shown, data, "vm"), "vm"))
     udev_rules = udev.parse(_Reader(shown, _table(shown, data, "udev"), "udev"), p,
                             check_profiles)
@@ -1423,7 +1453,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         blktrace=blktrace, capture=capture, guest_fault=guest_fault, faults=faults, short=short,
         switch_schedulers=switch_schedulers,
         switch_interval_ms=switch_interval_ms, customer_fio=customer_fio, filesystem=fs, vm=vm,
-        udev_rules=udev_rules, observers=observers)
+        udev_rules=udev_rules, observers=observers, app_jobs=app_jobs)
 
 
 def _check_filesystem(path: str, fs: "filesystem_mod.Filesystem", guest: Guest,

@@ -37,6 +37,7 @@ def run_blklab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
 SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
 LONGEST_FIRST = [  # by the two-worker run's --durations (and cells added since)
     "test_apps.py",  # two 400 s application cells and three short ones
+    "test_app_jobs.py",  # one application cell: sysbench and pgbench
     "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
     "test_snapshot.py",
     "hdd-sorting-nr-requests", "ssd-gc-tail", "read-vs-background-writes",

@@ -1,0 +1,527 @@
+"""Application benchmarks as jobs: sysbench against MariaDB, pgbench against
+PostgreSQL, on the [filesystem] of the device under test.
+
+A `workload = "command"` scenario's [[job]] tables may name an `app`
+instead of a `command`. blklab then writes the command job's script itself
+(`script`): it starts the servers the jobs need with their data in /data
+(the device under test's filesystem), runs every job's prepare step
+(sysbench's `prepare`, pgbench's `-i`) and a `sync`, then each job's
+measured run in order, bracketed by the device's /sys/block stat and the
+guest's uptime. Every step's output is a file in the command's /out, kept
+with the cell; `results` parses them on the host into the cell JSON's
+`workload.apps` (one entry per job, in order).
+
+Seeds: sysbench and pgbench seed from the time of day unless told, so each
+gets one from the cell's seed: pgbench `--random-seed=<seed>` (an unsigned
+64-bit integer, pgbench.c set_random_seed), sysbench `--rand-seed=<seed mod
+(2^31 - 1) + 1>` (sysbench 1.0.20 reads an int and takes 0 as "the time of
+day", sb_rand.c; the mapping keeps it in 1..2^31-1 and is one-to-one on the
+cells' seeds below 2^31 - 1). The prepare steps get the same seeds.
+
+The prepare step runs in every cell, before the measured phase: its I/O
+reaches the block layer's counters of the whole cell (`disk_stats`) but not
+a job's own (`workload.apps[].disk_stats`, the measured window only). It
+is not kept across cells: a cell starts from the guest saved before its
+filesystem is made, and the device model's state (what the load wrote,
+its mapping, caches and credits) cannot be saved or restored through its
+C ABI, so a cell restored on loaded data would be timed by a model that
+never saw the load (scenarios/README.md, "Applications").
+
+Latency percentiles: sysbench's from its own latency histogram
+(`--histogram=on`: 1024 buckets, log-spaced from 0.001 ms to 100000 ms,
+sysbench.c and sb_histogram.c; a latency goes to the bucket whose value is
+nearest on the log scale, so that value is within 0.9% of it), by
+sysbench's own rule (first bucket whose running count reaches floor(n *
+p / 100 + 0.5)), so the 95th equals the one sysbench prints; pgbench's
+exactly, by nearest rank, from its per-transaction log (`-l`), which the
+guest reduces to a count of each latency in us.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+from blklab.errors import ScenarioError
+from blklab.results import disk_delta, parse_diskstat
+
+APPS = ("sysbench", "pgbench")
+# The guest's sysbench 1.0.20 (Debian 1.0.20+ds-5): its database tests,
+# the Lua scripts in /usr/share/sysbench.
+SYSBENCH_TESTS = ("bulk_insert", "oltp_delete", "oltp_insert", "oltp_point_select",
+                  "oltp_read_only", "oltp_read_write", "oltp_update_index",
+                  "oltp_update_non_index", "oltp_write_only", "select_random_points",
+                  "select_random_ranges")
+# sysbench's own options (sysbench --help, 1.0.20) a job may set.
+SYSBENCH_GENERAL = ("threads", "events", "time", "forced-shutdown", "thread-stack-size",
+                    "rate", "report-interval", "rand-type", "rand-spec-iter", "rand-spec-pct",
+                    "rand-spec-res", "rand-pareto-h", "percentile", "db-ps-mode",
+                    "mysql-ignore-errors")
+# oltp_common.lua's sysbench.cmdline.options (every oltp_* and select_*
+# script includes it; bulk_insert.lua has none of its own).
+_OLTP = ("table-size", "range-size", "tables", "point-selects", "simple-ranges", "sum-ranges",
+         "order-ranges", "distinct-ranges", "index-updates", "non-index-updates",
+         "delete-inserts", "range-selects", "auto-inc", "skip-trx", "secondary",
+         "create-secondary", "mysql-storage-engine", "pgsql-variant")
+SYSBENCH_TEST_OPTIONS = {t: _OLTP for t in SYSBENCH_TESTS if t != "bulk_insert"}
+SYSBENCH_TEST_OPTIONS["bulk_insert"] = ()
+SYSBENCH_TEST_OPTIONS["select_random_points"] = _OLTP + ("random-points",)
+SYSBENCH_TEST_OPTIONS["select_random_ranges"] = _OLTP + ("number-of-ranges", "delta")
+# What blklab sets itself, and why.
+SYSBENCH_RESERVED = {
+    "rand-seed": "blklab seeds sysbench from the cell's seed (scenario.seeds)",
+    "histogram": "blklab turns the histogram on to take the latency percentiles from it",
+    "verbosity": "blklab parses sysbench's report at its default verbosity",
+    "db-driver": "the job runs against the guest's MariaDB",
+    "config-file": "give the options in the job's options table",
+}
+for _k in ("host", "port", "socket", "user", "password", "db"):
+    SYSBENCH_RESERVED[f"mysql-{_k}"] = "blklab starts MariaDB and connects to it"
+
+# pgbench 15's long options (its --help): initialisation (-i) and runs.
+PGBENCH_INIT = ("scale", "fillfactor", "init-steps", "no-vacuum", "quiet", "foreign-keys",
+                "unlogged-tables", "partitions", "partition-method")
+PGBENCH_RUN = ("builtin", "client", "connect", "jobs", "latency-limit", "protocol",
+               "no-vacuum", "progress", "rate", "select-only", "skip-some-updates",
+               "transactions", "time", "vacuum-all", "max-tries", "failures-detailed",
+               "verbose-errors", "report-per-command", "sampling-rate", "progress-timestamp")
+PGBENCH_RESERVED = {
+    "random-seed": "blklab seeds pgbench from the cell's seed (scenario.seeds)",
+    "log": "blklab logs every transaction to take the latency percentiles from it",
+    "log-prefix": "blklab names the transaction log",
+    "aggregate-interval": "blklab reads the per-transaction log, which this replaces",
+    "host": "blklab starts PostgreSQL and connects to it",
+    "port": "blklab starts PostgreSQL and connects to it",
+    "username": "blklab starts PostgreSQL and connects to it",
+    "file": "a custom script is not supported yet; use builtin",
+    "define": "a custom script is not supported yet; use builtin",
+}
+# A value reaches a shell command line unquoted: only these characters.
+_VALUE = re.compile(r"^[A-Za-z0-9_.,:/+=-]{1,200}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+SYSBENCH_SEED_MODULUS = 2**31 - 1
+MOUNT_POINT = "/data"
+
+
+@dataclass(frozen=True)
+class AppJob:
+    """One [[job]] with an app: what it runs, with its options as given."""
+
+    name: str
+    app: str  # one of APPS
+    test: str = ""  # sysbench: its test; pgbench: ""
+    options: tuple[tuple[str, str], ...] = ()  # sysbench: prepare and run; pgbench: run
+    init: tuple[tuple[str, str], ...] = ()  # pgbench -i
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "app": self.app, "test": self.test,
+                "options": dict(self.options), "init": dict(self.init)}
+
+
+# [mariadb] and [postgresql]: the servers' own settings, every cell. Each
+# server checks its names and values when it starts; blklab keeps those it
+# sets itself.
+SERVERS = {"mariadb": "sysbench", "postgresql": "pgbench"}
+SERVER_RESERVED = {
+    "mariadb": ("no-defaults", "defaults-file", "defaults-extra-file", "user", "datadir",
+                "socket", "skip-networking", "port", "bind-address", "pid-file"),
+    "postgresql": ("data-directory", "listen-addresses", "unix-socket-directories", "port",
+                   "config-file", "hba-file", "ident-file"),
+}
+_SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Servers:
+    """The servers' own settings, as (name, value) in the order given:
+    mariadbd --name=value, postgres -c name=value."""
+
+    mariadb: tuple[tuple[str, str], ...] = ()
+    postgresql: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mariadb": dict(self.mariadb), "postgresql": dict(self.postgresql)}
+
+
+def parse_servers(path: str, data: dict[str, Any], jobs: tuple["AppJob", ...],
+                  reader: Callable[[dict[str, Any], str], Any]) -> Servers:
+    """[mariadb] options and [postgresql] options, each beside a job that
+    runs against that server."""
+    found = {}
+    for server, app in SERVERS.items():
+        table = data.get(server)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ScenarioError(path, server, "must be a table")
+        r = reader(table, server)
+        options = r.get("options", dict, {})
+        r.finish()
+        if not any(j.app == app for j in jobs):
+            raise ScenarioError(path, server, f"sets {server}'s options, and no [[job]] has "
+                                f"app = \"{app}\", which runs against it")
+        out = []
+        for name, value in options.items():
+            where = f"{server}.options.{name}"
+            if not _SERVER_OPTION.match(name):
+                raise ScenarioError(path, where, "a setting's name: lowercase letters, "
+                                    "digits, _ . -")
+            if name.replace("_", "-") in SERVER_RESERVED[server]:
+                raise ScenarioError(path, where, "is set by blklab, which starts the server "
+                                    "with its data on the device under test")
+            if isinstance(value, bool):
+                value = "on" if value else "off"
+            if not isinstance(value, (int, float, str)) or not _VALUE.match(str(value)):
+                raise ScenarioError(path, where, "a number, a boolean or 1-200 of letters, "
+                                    "digits and _ . , : / + = -")
+            out.append((name, str(value)))
+        found[server] = tuple(out)
+    return Servers(**found)
+
+
+def is_app_job(table: Any) -> bool:
+    return isinstance(table, dict) and "app" in table
+
+
+def sysbench_seed(seed: int) -> int:
+    """sysbench's --rand-seed for a cell's seed: 1..2^31-1 (0 is the time of day)."""
+    return seed % SYSBENCH_SEED_MODULUS + 1
+
+
+def parse(path: str, tables: list[dict[str, Any]],
+          reader: Callable[[dict[str, Any], str], Any]) -> tuple[AppJob, ...]:
+    """The [[job]] tables of an application workload, each read through the
+    scenario's typed reader (reader(table, prefix))."""
+    jobs = []
+    for i, table in enumerate(tables):
+        prefix = f"job[{i}]"
+        if not is_app_job(table):
+            raise ScenarioError(path, prefix, "a job with an app sits only beside other jobs "
+                                "with an app; a command job runs alone")
+        r = reader(table, prefix)
+        name = r.get("name", str, required=True)
+        if not _NAME.match(name):
+            raise r.error("name", "must be 1-64 of letters, digits, '_', '.', '-'")
+        if any(j.name == name for j in jobs):
+            raise r.error("name", f"'{name}' names an earlier job too")
+        app = r.choice("app", APPS, required=True)
+        if app == "sysbench":
+            test = r.choice("test", SYSBENCH_TESTS, required=True)
+            allowed = SYSBENCH_GENERAL + SYSBENCH_TEST_OPTIONS[test]
+            options = _options(r, "options", allowed, SYSBENCH_RESERVED, f"sysbench {test}",
+                               sysbench_bool=True)
+            jobs.append(AppJob(name, app, test, options))
+        else:
+            init = _options(r, "init", PGBENCH_INIT, PGBENCH_RESERVED, "pgbench -i",
+                            sysbench_bool=False)
+            options = _options(r, "options", PGBENCH_RUN, PGBENCH_RESERVED, "pgbench",
+                               sysbench_bool=False)
+            jobs.append(AppJob(name, app, "", options, init))
+        r.finish()
+    return tuple(jobs)
+
+
+def _options(r: Any, key: str, allowed: tuple[str, ...], reserved: dict[str, str],
+             tool: str, sysbench_bool: bool) -> tuple[tuple[str, str], ...]:
+    """A table of the tool's long options (written with '-' or '_'), as
+    (name with '-', value) in the order given. sysbench's booleans are
+    on/off values; pgbench's are flags (true: given, false: left out)."""
+    table = r.get(key, dict, {})
+    out = []
+    for raw, value in table.items():
+        name = raw.replace("_", "-")
+        where = f"{key}.{raw}"
+        if name in reserved:
+            raise r.error(where, f"{tool}'s --{name} is set by blklab: {reserved[name]}")
+        if name not in allowed:
+            raise r.error(where, f"not an option of {tool} (allowed: {', '.join(allowed)})")
+        if isinstance(value, bool):
+            if sysbench_bool:
+                out.append((name, "on" if value else "off"))
+            elif value:
+                out.append((name, ""))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise r.error(where, "must be a finite number")
+        if not isinstance(value, (int, float, str)):
+            raise r.error(where, "must be a string, a number or a boolean")
+        text = str(value)
+        if not _VALUE.match(text):
+            raise r.error(where, "1-200 of letters, digits and _ . , : / + = -")
+        out.append((name, text))
+    return tuple(out)
+
+
+def _args(options: tuple[tuple[str, str], ...]) -> str:
+    return " ".join(f"--{k}={v}" if v else f"--{k}" for k, v in options)
+
+
+# The script's fixed parts. Every step's output goes to $BLKLAB_OUT/<step>.txt;
+# the first failure stops the script with the step's last lines.
+_HEAD = """# Written by blklab (harness/blklab/appjobs.py) for this scenario's jobs.
+set -eu
+out=$BLKLAB_OUT
+dev=${BLKLAB_DEVICE#/dev/}
+step() {  # step NAME COMMAND...: COMMAND's output into NAME.txt
+    name=$1
+    shift
+    echo "== $name at $(cut -d" " -f1 /proc/uptime) s"
+    "$@" > "$out/$name.txt" 2>&1 || { echo "$name failed:"; tail -n 20 "$out/$name.txt"; exit 1; }
+}
+wait_for() {  # wait_for WHAT PID COMMAND...: up to 60 s of the guest's time
+    what=$1
+    pid=$2
+    shift 2
+    i=0
+    until "$@" > /dev/null 2>&1; do
+        kill -0 "$pid" 2> /dev/null ||
+            { echo "$what exited:"; tail -n 20 "$out/$what.txt"; exit 1; }
+        i=$((i + 1))
+        [ $i -le 600 ] || { echo "$what: not ready after 60 s"; exit 1; }
+        sleep 0.1
+    done
+}
+mark() {  # mark NAME: the device's stat and the guest's uptime now
+    cat "/sys/block/$dev/stat" > "$out/$1-stat.txt"
+    cut -d" " -f1 /proc/uptime > "$out/$1-uptime.txt"
+}
+grep -q " /data " /proc/mounts || { echo "no filesystem at /data"; exit 1; }
+sbseed=$((BLKLAB_SEED % {modulus} + 1))
+"""
+_MARIADB = """
+# MariaDB with its data on the device under test.
+step mariadb-install mariadb-install-db --no-defaults --user=root --datadir=/data/mysql \\
+    --skip-name-resolve --skip-test-db --auth-root-authentication-method=normal
+mariadbd --no-defaults --user=root --datadir=/data/mysql --socket=/run/mysqld.sock \\
+    --skip-networking --skip-name-resolve --pid-file=/run/mysqld.pid \\
+    --innodb-buffer-pool-load-at-startup=OFF --innodb-buffer-pool-dump-at-shutdown=OFF \\
+    {options}> "$out/mariadbd.txt" 2>&1 &
+mariadb_pid=$!
+wait_for mariadbd $mariadb_pid mariadb --socket=/run/mysqld.sock -e "select 1"
+"""
+_POSTGRES = """
+# PostgreSQL 15 as its own user, with its data on the device under test.
+pgbin=/usr/lib/postgresql/15/bin
+mkdir -p /data/pg /run/pg
+chown postgres:postgres /data/pg /run/pg
+step postgres-initdb su -s /bin/sh postgres -c "$pgbin/initdb -D /data/pg/db -U postgres --auth=trust --no-locale -E UTF8"
+su -s /bin/sh postgres -c "$pgbin/postgres -D /data/pg/db -c listen_addresses= -c unix_socket_directories=/run/pg -c jit=off{options}" \\
+    > "$out/postgres.txt" 2>&1 &
+wait_for postgres $! su -s /bin/sh postgres -c "$pgbin/pg_isready -h /run/pg -U postgres"
+"""
+_TAIL = """
+echo "== stopping the servers at $(cut -d" " -f1 /proc/uptime) s"
+"""
+
+
+def _sysbench(job: AppJob, i: int, command: str) -> str:
+    return (f"sysbench {job.test} --db-driver=mysql --mysql-socket=/run/mysqld.sock "
+            f"--mysql-user=root --mysql-db=sbtest_{i} --rand-seed=$sbseed "
+            f"{_args(job.options)} {command}").replace("  ", " ")
+
+
+def _pgbench(args: str, i: int) -> str:
+    return (f'su -s /bin/sh postgres -c "$pgbin/pgbench -h /run/pg -U postgres {args} '
+            f'pgbench_{i}"').replace("  ", " ")
+
+
+def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
+    """The command job's shell script for these jobs."""
+    text = _HEAD.replace("{modulus}", str(SYSBENCH_SEED_MODULUS))
+    if any(j.app == "sysbench" for j in jobs):
+        text += _MARIADB.replace("{options}", "".join(f"--{k}={v} " for k, v in servers.mariadb))
+    if any(j.app == "pgbench" for j in jobs):
+        text += _POSTGRES.replace("{options}", "".join(f" -c {k}={v}"
+                                                        for k, v in servers.postgresql))
+    text += "\n# Prepare: not measured.\n"
+    for i, j in enumerate(jobs):
+        if j.app == "sysbench":
+            text += (f'step {j.name}-createdb mariadb --socket=/run/mysqld.sock '
+                     f'-e "create database sbtest_{i}"\n')
+            text += f"step {j.name}-prepare {_sysbench(j, i, 'prepare')}\n"
+        else:
+            text += (f'step {j.name}-createdb su -s /bin/sh postgres -c '
+                     f'"$pgbin/createdb -h /run/pg -U postgres pgbench_{i}"\n')
+            text += f"step {j.name}-prepare {_pgbench('-i ' + _args(j.init), i)}\n"
+    text += "step prepare-sync sync\n"
+    text += "\n# The measured runs, one after another.\n"
+    for i, j in enumerate(jobs):
+        text += f"mark {j.name}-start\n"
+        if j.app == "sysbench":
+            text += f"step {j.name}-run {_sysbench(j, i, '--histogram=on run')}\n"
+        else:
+            args = (f"--random-seed=$BLKLAB_SEED -l --log-prefix=/tmp/pgbench-log-{i} "
+                    + _args(j.options))
+            text += f"step {j.name}-run {_pgbench(args, i)}\n"
+        text += f"mark {j.name}-end\n"
+        if j.app == "pgbench":
+            # pgbench writes one log per thread, <prefix>.<pid>[.<thread>],
+            # a line per transaction; kept as the count of each latency (us),
+            # which gives the same percentiles in far fewer bytes.
+            text += (f"cat /tmp/pgbench-log-{i}.* | awk '{{ n[$3]++ }} END {{ for (k in n) "
+                     f"print k, n[k] }}' | sort -n > \"$out/{j.name}-latency-us.txt\"\n"
+                     f"rm -f /tmp/pgbench-log-{i}.*\n")
+    text += _TAIL
+    if any(j.app == "sysbench" for j in jobs):
+        text += "kill $mariadb_pid\nwait $mariadb_pid\n"
+    if any(j.app == "pgbench" for j in jobs):
+        text += ('step postgres-stop su -s /bin/sh postgres -c '
+                 '"$pgbin/pg_ctl -D /data/pg/db -m fast -w stop"\n')
+    text += 'echo "== done at $(cut -d" " -f1 /proc/uptime) s"\n'
+    return text
+
+
+# --- Results -------------------------------------------------------------
+
+_SB_COUNT = re.compile(r"^\s*(transactions|queries|ignored errors|reconnects):\s+(\d+)\s+"
+                       r"\(([\d.]+) per sec\.\)", re.MULTILINE)
+_SB_LAT = re.compile(r"^\s*(min|avg|max|sum|(\d+)th percentile):\s+([\d.]+)\s*$", re.MULTILINE)
+_SB_TIME = re.compile(r"^\s*total time:\s+([\d.]+)s\s*$", re.MULTILINE)
+_SB_HIST = re.compile(r"^\s*([\d.]+)\s+\|\**\s+(\d+)\s*$", re.MULTILINE)
+
+
+def sysbench_histogram(text: str) -> list[tuple[float, int]]:
+    """(value in ms, count) of sysbench's latency histogram, in order."""
+    start = text.find("Latency histogram")
+    return [] if start < 0 else [(float(v), int(c)) for v, c in _SB_HIST.findall(text[start:])]
+
+
+def histogram_percentile(hist: list[tuple[float, int]], pct: float) -> float | None:
+    """sysbench's rule (sb_histogram.c): the value of the first bucket at
+    which the running count reaches floor(total * pct / 100 + 0.5)."""
+    total = sum(c for _, c in hist)
+    if not total:
+        return None
+    return _value_at_rank(hist, math.floor(total * pct / 100.0 + 0.5))
+
+
+def _value_at_rank(hist: list, rank: int) -> Any:
+    """The value of the first (value, count) at which the running count
+    reaches rank (hist in order of value, not empty)."""
+    seen = 0
+    for value, count in hist:
+        seen += count
+        if seen >= rank:
+            return value
+    return hist[-1][0]
+
+
+def parse_sysbench(text: str) -> dict[str, Any]:
+    counts = {k: (int(n), float(rate)) for k, n, rate in _SB_COUNT.findall(text)}
+    if "transactions" not in counts:
+        raise ValueError("no 'transactions:' line in sysbench's report")
+    lat: dict[str, Any] = {}
+    reported = {}
+    for key, pct, value in _SB_LAT.findall(text):
+        if pct:
+            reported[pct] = float(value)
+        else:
+            lat[key] = float(value)
+    hist = sysbench_histogram(text)
+    lat["percentiles"] = {_pct_key(p): histogram_percentile(hist, p) for p in PERCENTILES}
+    lat["reported_percentile"] = reported
+    total = _SB_TIME.search(text)
+    return {
+        "transactions": counts["transactions"][0], "tps": counts["transactions"][1],
+        "queries": counts.get("queries", (0, 0.0))[0], "qps": counts.get("queries", (0, 0.0))[1],
+        "errors": counts.get("ignored errors", (0, 0.0))[0],
+        "reconnects": counts.get("reconnects", (0, 0.0))[0],
+        "time_s": float(total.group(1)) if total else None,
+        "latency_ms": lat,
+        "histogram_ms": [[v, c] for v, c in hist],
+    }
+
+
+_PG = {
+    "transactions": re.compile(r"^number of transactions actually processed: (\d+)", re.M),
+    "errors": re.compile(r"^number of failed transactions: (\d+)", re.M),
+    "avg": re.compile(r"^latency average = ([\d.]+) ms", re.M),
+    "initial_connection_ms": re.compile(r"^initial connection time = ([\d.]+) ms", re.M),
+    "tps": re.compile(r"^tps = ([\d.]+) \(without initial connection time\)", re.M),
+}
+
+
+def pgbench_latencies_us(counts: str) -> list[tuple[int, int]]:
+    """(latency in us, transactions) from the script's count of the third
+    field of pgbench's log (`client transaction time script epoch epoch_us
+    [lag] [retries]`); a failed or skipped transaction has a word there and
+    is left out."""
+    out = []
+    for line in counts.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+            out.append((int(fields[0]), int(fields[1])))
+    return sorted(out)
+
+
+def nearest_rank(hist: list[tuple[int, int]], pct: float) -> int:
+    """The ceil(pct/100 * n)-th smallest of the values counted in hist
+    (sorted), in exact arithmetic (in floats 99.9/100 * 1000 is a little
+    over 999)."""
+    n = sum(c for _, c in hist)
+    return _value_at_rank(hist, max(1, math.ceil(Fraction(str(pct)) * n / 100)))
+
+
+def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
+    found = {k: r.search(text) for k, r in _PG.items()}
+    if found["transactions"] is None or found["tps"] is None:
+        raise ValueError("no transaction count or tps in pgbench's report")
+    hist = pgbench_latencies_us(counts)
+    n = sum(c for _, c in hist)
+    if not n and int(found["transactions"].group(1)):
+        raise ValueError("pgbench counted transactions and its transaction log has none")
+    lat: dict[str, Any] = {"avg": float(found["avg"].group(1)) if found["avg"] else None}
+    if n:
+        lat.update({"min": hist[0][0] / 1000.0, "max": hist[-1][0] / 1000.0,
+                    "mean": round(sum(v * c for v, c in hist) / n / 1000.0, 6)})
+    lat["percentiles"] = {_pct_key(p): nearest_rank(hist, p) / 1000.0 if n else None
+                          for p in PERCENTILES}
+    return {
+        "transactions": int(found["transactions"].group(1)),
+        "errors": int(found["errors"].group(1)) if found["errors"] else 0,
+        "tps": float(found["tps"].group(1)),
+        "initial_connection_ms": (float(found["initial_connection_ms"].group(1))
+                                  if found["initial_connection_ms"] else None),
+        "logged_transactions": n,
+        "latency_ms": lat,
+    }
+
+
+def _pct_key(p: float) -> str:
+    return f"{p:g}"
+
+
+def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
+            prefix: str = "command-") -> list[dict[str, Any]]:
+    """Each job's own results from the command's output files (the guest
+    sends them as <prefix><file>), with the block layer's counters over its
+    measured run. A job whose files are missing or do not parse says so
+    under `error`."""
+    def text(name: str) -> str:
+        return files.get(prefix + name, b"").decode(errors="replace")
+
+    out = []
+    for job in jobs:
+        entry: dict[str, Any] = job.to_json()
+        try:
+            run = text(f"{job.name}-run.txt")
+            if job.app == "sysbench":
+                entry.update(parse_sysbench(run))
+            else:
+                entry.update(parse_pgbench(run, text(f"{job.name}-latency-us.txt")))
+        except ValueError as e:
+            entry["error"] = str(e)
+        before, after = text(f"{job.name}-start-stat.txt"), text(f"{job.name}-end-stat.txt")
+        if before and after:
+            elapsed = None
+            t0, t1 = text(f"{job.name}-start-uptime.txt"), text(f"{job.name}-end-uptime.txt")
+            if t0.strip() and t1.strip():
+                elapsed = round((float(t1) - float(t0)) * 1000.0, 3)
+            entry["disk_stats"] = disk_delta(parse_diskstat(before), parse_diskstat(after),
+                                             elapsed)
+        out.append(entry)
+    return out

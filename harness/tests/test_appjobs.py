@@ -1,0 +1,267 @@
+"""[[job]] app = "sysbench" / "pgbench" (blklab.appjobs): what a scenario
+may ask, the script the guest runs, and how the benchmarks' own reports
+are read. The fixtures are one cell's files (sysbench oltp_insert and
+pgbench's TPC-B-like run, seed 1, tests/e2e/test_app_jobs.py's scenario)."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from blklab import appjobs, report, scenario
+from blklab.errors import ScenarioError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "appjobs"
+SCENARIO = """
+[scenario]
+workload = "command"
+schedulers = ["none"]
+[guest]
+apps = true
+[[device]]
+name = "d0"
+kind = "nvme"
+backing = "file"
+profile = "zero-latency"
+[filesystem]
+type = "ext4"
+"""
+SYSBENCH = """
+[[job]]
+name = "insert"
+app = "sysbench"
+test = "oltp_insert"
+options = {tables = 2, table_size = 1000, threads = 2, time = 1, skip_trx = true}
+"""
+PGBENCH = """
+[[job]]
+name = "tpcb"
+app = "pgbench"
+init = {scale = 1, unlogged_tables = true}
+options = {client = 2, time = 1, no_vacuum = true, connect = false, builtin = "simple-update"}
+"""
+
+
+def _load(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return scenario.load(p)
+
+
+def _fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_jobs_in_order_with_their_options(tmp_path):
+    s = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH)
+    sb, pg = s.app_jobs
+    assert (sb.name, sb.app, sb.test) == ("insert", "sysbench", "oltp_insert")
+    # Written with '_' or '-', passed with '-'; sysbench's booleans are on/off.
+    assert sb.options == (("tables", "2"), ("table-size", "1000"), ("threads", "2"),
+                          ("time", "1"), ("skip-trx", "on"))
+    # pgbench's booleans are flags: true given, false left out.
+    assert pg.init == (("scale", "1"), ("unlogged-tables", ""))
+    assert pg.options == (("client", "2"), ("time", "1"), ("no-vacuum", ""),
+                          ("builtin", "simple-update"))
+    # One command job runs them all.
+    (job,) = s.jobs
+    assert s.workload == "command" and job.command == appjobs.script(s.app_jobs)
+
+
+def test_the_script_parses_and_prepares_before_it_measures(tmp_path):
+    text = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH).jobs[0].command
+    subprocess.run(["sh", "-n"], input=text, text=True, check=True)
+    lines = text.splitlines()
+    first_mark = next(i for i, line in enumerate(lines) if line.startswith("mark "))
+    prepares = [i for i, line in enumerate(lines) if "-prepare " in line]
+    assert len(prepares) == 2 and max(prepares) < first_mark
+    sysbench = [line for line in lines if line.startswith("step insert-")
+                and "sysbench" in line]
+    assert len(sysbench) == 2  # prepare and run, both seeded
+    assert all("--rand-seed=$sbseed" in line for line in sysbench)
+    (run,) = [line for line in lines if line.startswith("step tpcb-run ")]
+    assert "--random-seed=$BLKLAB_SEED" in run and " -l " in run
+    # The measured runs are bracketed by the device's counters.
+    for name in ("insert", "tpcb"):
+        start, end = lines.index(f"mark {name}-start"), lines.index(f"mark {name}-end")
+        assert lines[start + 1].startswith(f"step {name}-run ") and end == start + 2
+
+
+def test_only_the_servers_the_jobs_need_start(tmp_path):
+    text = _load(tmp_path, SCENARIO + PGBENCH).jobs[0].command
+    assert "mariadbd" not in text and "/postgres -D" in text
+    text = _load(tmp_path, SCENARIO + SYSBENCH).jobs[0].command
+    assert "mariadbd" in text and "postgres" not in text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 - 2, 2**31 - 1, 2**32 - 1])
+def test_the_shell_computes_the_documented_sysbench_seed(seed):
+    """sysbench takes 0 for the time of day and reads an int: the script's
+    seed is in 1..2^31-1, and the shell's arithmetic gives sysbench_seed."""
+    line = next(line for line in appjobs.script(()).splitlines() if line.startswith("sbseed="))
+    out = subprocess.run(["sh", "-c", f"BLKLAB_SEED={seed}; {line}; echo $sbseed"],
+                         capture_output=True, text=True, check=True).stdout
+    assert int(out) == appjobs.sysbench_seed(seed)
+    assert 1 <= appjobs.sysbench_seed(seed) <= 2**31 - 1
+
+
+def test_sysbench_seeds_differ_for_different_cell_seeds():
+    seeds = [0, 1, 2, 2**31 - 2]
+    assert len({appjobs.sysbench_seed(s) for s in seeds}) == len(seeds)
+
+
+def test_sysbench_percentiles_follow_sysbench_s_own_rule():
+    # floor(100 * p / 100 + 0.5) events: 50 -> 1.0, 51..95 -> 2.0, 96.. -> 3.0.
+    hist = [(1.0, 50), (2.0, 45), (3.0, 5)]
+    assert [appjobs.histogram_percentile(hist, p) for p in (50, 95, 95.4, 95.6, 99.9)] == [
+        1.0, 2.0, 2.0, 3.0, 3.0]
+    assert appjobs.histogram_percentile([], 50) is None
+
+
+def test_sysbench_report_read():
+    r = appjobs.parse_sysbench(_fixture("insert-run.txt"))
+    assert r["transactions"] > 0 and r["errors"] == 0 and r["reconnects"] == 0
+    # oltp_insert: one INSERT per transaction (oltp_insert.lua's event).
+    assert r["queries"] == r["transactions"] and r["qps"] == r["tps"]
+    # The histogram counts every event.
+    assert sum(c for _, c in r["histogram_ms"]) == r["transactions"]
+    lat = r["latency_ms"]
+    pct = [lat["percentiles"][k] for k in ("50", "95", "99", "99.9")]
+    assert lat["min"] <= pct[0] <= pct[1] <= pct[2] <= pct[3] <= lat["max"]
+    # The 95th from the histogram is the one sysbench printed (to its %.2f).
+    assert abs(lat["percentiles"]["95"] - lat["reported_percentile"]["95"]) <= 0.005
+    # tps is transactions over the run's total time.
+    assert r["tps"] == pytest.approx(r["transactions"] / r["time_s"], rel=1e-3)
+
+
+def test_pgbench_report_and_log_read():
+    # 1000 transactions of 1..1000 us, and two that did not complete, as
+    # pgbench logs them and the script's awk counts them.
+    log = "".join(f"{i % 2} {i} {i} 0 1577836800 {i}\n" for i in range(1, 1001))
+    log += "0 1001 failed 0 1577836801 0\n1 1002 skipped 0 1577836801 0\n"
+    awk = next(line for line in appjobs.script(
+        (appjobs.AppJob("t", "pgbench"),)).splitlines() if "| awk " in line)
+    program = awk.split("awk '", 1)[1].split("'", 1)[0]
+    counts = subprocess.run(["busybox", "awk", program], input=log, capture_output=True,
+                            text=True, check=True).stdout
+    r = appjobs.parse_pgbench(_fixture("tpcb-run.txt"), counts)
+    assert r["transactions"] > 0 and r["errors"] == 0 and r["tps"] > 0
+    assert r["logged_transactions"] == 1000
+    lat = r["latency_ms"]
+    # Nearest rank: the ceil(p/100 * n)-th smallest.
+    assert lat["percentiles"] == {"50": 0.5, "95": 0.95, "99": 0.99, "99.9": 0.999}
+    assert (lat["min"], lat["max"], lat["mean"]) == (0.001, 1.0, 0.5005)
+    assert lat["avg"] == 0.647  # pgbench's own line, as printed
+
+
+def test_results_carry_the_measured_window(tmp_path):
+    s = _load(tmp_path, SCENARIO + SYSBENCH)
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    (r,) = appjobs.results(s.app_jobs, files)
+    assert "error" not in r and r["name"] == "insert"
+    d = r["disk_stats"]
+    start = float(_fixture("insert-start-uptime.txt"))
+    end = float(_fixture("insert-end-uptime.txt"))
+    assert d["derived"]["elapsed_ms"] == pytest.approx((end - start) * 1000.0)
+    assert d["delta"]["write_ios"] == d["after"]["write_ios"] - d["before"]["write_ios"] > 0
+
+
+def test_a_missing_report_is_an_error_of_its_job(tmp_path):
+    s = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH)
+    rows = appjobs.results(s.app_jobs, {})
+    assert [r["error"] for r in rows] == ["no 'transactions:' line in sysbench's report",
+                                          "no transaction count or tps in pgbench's report"]
+
+
+def test_the_report_has_a_row_per_job(tmp_path):
+    s = _load(tmp_path, SCENARIO + SYSBENCH)
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    cell = {"cell_id": "d0.none.r0", "workload": {"apps": appjobs.results(s.app_jobs, files)}}
+    (row,) = report.app_rows([cell])
+    assert row["bench"] == "sysbench oltp_insert" and row["job"] == "insert"
+    r = appjobs.parse_sysbench(_fixture("insert-run.txt"))
+    assert row["cols"][0] == f"{r['transactions']:,}"
+    assert row["cols"][6] == f"{r['latency_ms']['percentiles']['95']:,.3f}"
+
+
+@pytest.mark.parametrize("extra, key, message", [
+    ('[[job]]\nname = "a"\napp = "sysbench"\ntest = "fileio"\n', "job[0].test",
+     "'fileio' is not one of"),
+    ('[[job]]\nname = "a"\napp = "sysbench"\ntest = "bulk_insert"\noptions = {tables = 1}\n',
+     "job[0].options.tables", "not an option of sysbench bulk_insert"),
+    ('[[job]]\nname = "a"\napp = "pgbench"\noptions = {random_seed = 3}\n',
+     "job[0].options.random_seed", "set by blklab"),
+    ('[[job]]\nname = "a"\napp = "pgbench"\noptions = {client = [1, 2]}\n',
+     "job[0].options.client", "must be a string, a number or a boolean"),
+    ('[[job]]\nname = "a"\napp = "pgbench"\n[[job]]\nname = "a"\napp = "pgbench"\n',
+     "job[1].name", "names an earlier job too"),
+    ('[[job]]\nname = "a"\napp = "pgbench"\n[[job]]\nname = "b"\ncommand = "true"\n',
+     "job[1]", "a command job runs alone"),
+])
+def test_bad_app_jobs(tmp_path, extra, key, message):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + extra)
+    assert e.value.key == key and message in e.value.message
+
+
+def test_an_app_job_needs_the_command_workload(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO.replace('workload = "command"\n', "") + PGBENCH)
+    assert e.value.key == "job[0].app" and 'workload = "command"' in e.value.message
+
+
+def test_the_servers_get_their_settings(tmp_path):
+    text = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH + """
+[mariadb]
+options = {innodb_flush_log_at_trx_commit = 2, innodb-buffer-pool-size = "256M"}
+[postgresql]
+options = {checkpoint_timeout = "30s", fsync = true}
+""").jobs[0].command
+    subprocess.run(["sh", "-n"], input=text, text=True, check=True)
+    (mariadbd,) = [line for line in text.splitlines()
+                   if "--innodb_flush_log_at_trx_commit=" in line]
+    assert mariadbd.split() == ["--innodb_flush_log_at_trx_commit=2",
+                                "--innodb-buffer-pool-size=256M", '>', '"$out/mariadbd.txt"',
+                                "2>&1", "&"]
+    (postgres,) = [line for line in text.splitlines() if "/postgres -D" in line]
+    assert postgres.endswith('-c jit=off -c checkpoint_timeout=30s -c fsync=on" \\')
+
+
+@pytest.mark.parametrize("extra, key, message", [
+    ('[mariadb]\noptions = {innodb_flush_method = "O_DIRECT"}\n', "mariadb",
+     'no [[job]] has app = "sysbench"'),
+    ('[postgresql]\noptions = {data_directory = "/tmp/x"}\n', "postgresql.options.data_directory",
+     "is set by blklab"),
+    ('[postgresql]\noptions = {"shared buffers" = "1GB"}\n', 'postgresql.options.shared buffers',
+     "a setting's name"),
+    ('[postgresql]\nsettings = {fsync = false}\n', "postgresql.settings", "unknown key"),
+])
+def test_bad_server_settings(tmp_path, extra, key, message):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + PGBENCH + extra)
+    assert e.value.key == key and message in e.value.message
+
+
+def test_a_server_s_settings_without_app_jobs(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + '[[job]]\nname = "c"\ncommand = "true"\n'
+              '[postgresql]\noptions = {fsync = false}\n')
+    assert e.value.key == "postgresql" and 'app = "pgbench"' in e.value.message
+
+
+def test_a_job_whose_report_does_not_parse_fails_the_cell(tmp_path):
+    from blklab import cell as cell_mod, channel
+    from blklab.results import CellResult
+
+    s = _load(tmp_path, SCENARIO + SYSBENCH + PGBENCH)
+    (c,) = scenario.expand_cells(s)
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    result = CellResult(c.id, "ok", None, {}, in_effect={"scheduler": c.scheduler})
+    result.workload = {"command": {"exit_code": 0, "files": []},
+                       "apps": appjobs.results(s.app_jobs, files)}
+    data = channel.ChannelData(hello="6.12", status="ok")
+    # The fixtures hold pgbench's report but not its transaction log.
+    assert cell_mod._failure(c, result, data, None, "") == (
+        "job 'tpcb' (pgbench): pgbench counted transactions and its transaction log has none")
+    result.workload["apps"] = result.workload["apps"][:1]
+    assert cell_mod._failure(c, result, data, None, "") is None
