@@ -55,8 +55,11 @@ build/ has them) every blklab step also runs on that build, right before
 the same step on BLKLAB_BUILD (or build/), its row marked "(baseline)":
 a change to QEMU measured against the build before it, in one run.
 
+With --steps KEYS only those steps run (--steps c with --baseline: the
+100 us drive on both builds); ratios are to the first step run.
+
 Usage: tests/bench/io-path-cost.py [--rounds 3] [--seconds 2] [--kind nvme|ahci-hd|virtio-blk]
-                                   [--baseline DIR]
+                                   [--baseline DIR] [--steps abcd]
 """
 
 from __future__ import annotations
@@ -101,6 +104,14 @@ STEPS = [
          {"profile": str(REPO / "tests" / "profiles" / "ssd-read-100us.toml")}),
     Step("d", "blklab, deterministic, default drive", "blklab", "deterministic", None),
 ]
+
+
+def select_steps(keys: str) -> list[Step]:
+    """The steps --steps names, in STEPS' order."""
+    if not keys or set(keys) - {s.key for s in STEPS}:
+        raise ValueError(f"--steps {keys!r}: give one or more of "
+                         f"{', '.join(s.key for s in STEPS)}")
+    return [s for s in STEPS if s.key in keys]
 
 
 def with_baseline(steps: list[Step]) -> list[Step]:
@@ -258,12 +269,18 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, metavar="DIR",
                     help="a second blklab build directory (qemu/, images/): every blklab step "
                          "also runs on it, alternated with BLKLAB_BUILD's")
+    ap.add_argument("--steps", default="".join(s.key for s in STEPS), metavar="KEYS",
+                    help="the steps to run, by key (default abcd); ratios are to the first "
+                         "one given")
     args = ap.parse_args()
-    steps = STEPS
+    try:
+        steps = select_steps(args.steps)
+    except ValueError as e:
+        sys.exit(f"io-path-cost: {e}")
     if args.baseline is not None:
         if not (args.baseline / "qemu" / "bin" / "qemu-system-x86_64").exists():
             sys.exit(f"io-path-cost: no QEMU build at {args.baseline / 'qemu'}")
-        steps = with_baseline(STEPS)
+        steps = with_baseline(steps)
     try:
         no_instructions = perf_window.check_perf()
     except perf_window.PerfError as e:
@@ -273,8 +290,10 @@ def main() -> int:
               file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="io-path-cost-") as t:
         tmp = Path(t)
+        stock = any(s.qemu == "stock" for s in steps)
         builds = {"stock": qemu_variant.stock(tmp, "io-path-cost",
-                                              lambda m: print(m, file=sys.stderr)),
+                                              lambda m: print(m, file=sys.stderr))
+                  if stock else None,
                   "blklab": qemu_variant.blklab_build(), "baseline": args.baseline}
         rounds: dict[str, list[dict]] = {s.key: [] for s in steps}
         try:

@@ -7,6 +7,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -103,3 +105,11 @@ def test_against_baseline_gives_each_steps_ratio_to_its_baseline():
     assert head.split()[0] == "step"
     # b0: 100 us wall, 80 us task, 2.5 switches per I/O; b: 80, 70, 2.0
     assert b.split() == ["b", "0.800", "n/a", "0.875", "0.800"]
+
+
+def test_steps_picks_steps_by_key_in_order_and_refuses_others():
+    assert [s.key for s in bench.select_steps("dc")] == ["c", "d"]
+    assert [s.key for s in bench.with_baseline(bench.select_steps("c"))] == ["c0", "c"]
+    for bad in ("", "x", "ax"):
+        with pytest.raises(ValueError, match="give one or more of a, b, c, d"):
+            bench.select_steps(bad)
