@@ -149,14 +149,20 @@ TEST(CloudTest, NetworkJitterIsSeededAndAboveTheFloor) {
 // An SSD whose reads wait for its host link in ready order returns poll
 // times; the volume passes them on and adds the network leg to the SSD's
 // final deadline.
-TEST(CloudTest, PollsABackingWhoseDeadlinesAreNotFinal) {
-  CloudConfig c = Gp3();
-  c.latency_floor_ns = 500000;
+// A small SSD, whose reads' deadlines are never final at submission.
+SsdConfig SmallSsd() {
   SsdConfig s;
   s.channels = 2;
   s.dies_per_channel = 1;
   s.blocks_per_plane = 64;
   s.pages_per_block = 64;
+  return s;
+}
+
+TEST(CloudTest, PollsABackingWhoseDeadlinesAreNotFinal) {
+  CloudConfig c = Gp3();
+  c.latency_floor_ns = 500000;
+  const SsdConfig s = SmallSsd();
   std::string error;
   auto ssd = NewSsd(s, 1, &error);
   ASSERT_NE(ssd, nullptr) << error;
@@ -179,13 +185,8 @@ TEST(CloudTest, PollsABackingWhoseDeadlinesAreNotFinal) {
 }
 
 TEST(CloudTest, CancelForgetsTheTagHereAndInTheBacking) {
-  SsdConfig s;
-  s.channels = 2;
-  s.dies_per_channel = 1;
-  s.blocks_per_plane = 64;
-  s.pages_per_block = 64;
   std::string error;
-  auto vol = NewCloudVolume(Gp3(), NewSsd(s, 1, &error), 1, &error);
+  auto vol = NewCloudVolume(Gp3(), NewSsd(SmallSsd(), 1, &error), 1, &error);
   ASSERT_NE(vol, nullptr) << error;
   Request r = Rd(0, 4096);
   r.tag = 5;

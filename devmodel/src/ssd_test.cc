@@ -114,19 +114,27 @@ TEST(SsdTest, ChannelMovesPagesInTheOrderTheyAreSensed) {
   EXPECT_EQ(done[1], sensed + channel + c.page_read_ns + channel);
 }
 
+// `count` random 4 KiB blocks written at time 0 to both `a` and `b`, and
+// their reads from 1 s on, one every `spacing_ns` (seeded).
+std::vector<testing::Timed> WrittenThenRead(Device& a, Device& b, int count,
+                                            TimeNs spacing_ns, std::uint64_t seed) {
+  std::vector<testing::Timed> reads;
+  internal::Rng rng(seed);
+  for (int i = 0; i < count; ++i) {
+    const std::uint64_t offset = rng.Below(64 << 20) / 4096 * 4096;
+    a.Submit(Rq(Op::kWrite, offset, 4096), 0);
+    b.Submit(Rq(Op::kWrite, offset, 4096), 0);
+    reads.push_back({Rq(Op::kRead, offset, 4096), kSecond + i * spacing_ns});
+  }
+  return reads;
+}
+
 // A read's final deadline depends on the requests, not on when it is
 // polled: polling every read late gives the deadlines polling on time does.
 TEST(SsdTest, HostLinkDeadlinesDoNotDependOnPollTimes) {
   const SsdConfig c = SmallSsdConfig();
   auto on_time = MakeSsd(c), late = MakeSsd(c);
-  std::vector<testing::Timed> reads;
-  internal::Rng rng(7);
-  for (int i = 0; i < 64; ++i) {
-    const std::uint64_t offset = rng.Below(64 << 20) / 4096 * 4096;
-    on_time->Submit(Rq(Op::kWrite, offset, 4096), 0);
-    late->Submit(Rq(Op::kWrite, offset, 4096), 0);
-    reads.push_back({Rq(Op::kRead, offset, 4096), kSecond + i * 3000});
-  }
+  std::vector<testing::Timed> reads = WrittenThenRead(*on_time, *late, 64, 3000, 7);
   const std::vector<TimeNs> want = testing::RunToFinal(*on_time, reads);
   std::vector<Completion> first;
   for (std::size_t i = 0; i < reads.size(); ++i) {
@@ -145,14 +153,7 @@ TEST(SsdTest, HostLinkDeadlinesDoNotDependOnPollTimes) {
 TEST(SsdTest, CancelledReadKeepsItsTransfersAndForgetsItsTag) {
   const SsdConfig c = SmallSsdConfig();
   auto kept = MakeSsd(c), cancelled = MakeSsd(c);
-  std::vector<testing::Timed> reads;
-  internal::Rng rng(11);
-  for (int i = 0; i < 32; ++i) {
-    const std::uint64_t offset = rng.Below(64 << 20) / 4096 * 4096;
-    kept->Submit(Rq(Op::kWrite, offset, 4096), 0);
-    cancelled->Submit(Rq(Op::kWrite, offset, 4096), 0);
-    reads.push_back({Rq(Op::kRead, offset, 4096), kSecond + i * 1000});
-  }
+  std::vector<testing::Timed> reads = WrittenThenRead(*kept, *cancelled, 32, 1000, 11);
   const std::vector<TimeNs> want = testing::RunToFinal(*kept, reads);
   const std::size_t gone = 5;
   for (std::size_t i = 0; i < reads.size(); ++i) {
