@@ -84,6 +84,8 @@ class Session {
         SetOrigin(d);
       } else if (action == 14 && d.ConsumeBool()) {
         Cancel(d);
+      } else if (action == 14) {
+        HostReset(d);
       } else {
         CheckCounters();
       }
@@ -392,6 +394,20 @@ class Session {
     const std::uint64_t now = Advance(NextNow(d));
     devmodel_cancel(m_, tag, now);
     if (auto* faulty = devmodel::FaultyDevice::Of(shadow_.get())) faulty->Cancel(tag);
+  }
+
+  // The host resets the device (a reset fault ends). Both instances learn
+  // of it; whether the device had failed is the same in both, and it works
+  // afterwards.
+  void HostReset(FuzzedDataProvider& d) {
+    const std::uint64_t now = Advance(NextNow(d));
+    auto* faulty = devmodel::FaultyDevice::Of(shadow_.get());
+    if (faulty != nullptr && (devmodel_failed(m_, now) == 1) != faulty->Failed(now)) {
+      Violation("devmodel_failed differs from the model's");
+    }
+    devmodel_host_reset(m_, now);
+    if (faulty != nullptr) faulty->HostReset(now);
+    if (devmodel_failed(m_, now) != 0) Violation("still failed after the host's reset");
   }
 
   void CheckCounters() {

@@ -269,19 +269,21 @@ std::string ToText(const ProfileMap& p, FuzzedDataProvider& d) {
 }
 
 // Now and then [[fault]] tables (devmodel/faults.h): stalls, slow windows,
-// media errors and timeouts within the session's first few ms and blocks, so
-// that they fire; rarely a bad one.
+// media errors, timeouts and resets within the session's first few ms and
+// blocks, so that they fire; rarely a bad one.
 std::string FaultTables(FuzzedDataProvider& d) {
   static const char* const kKinds[] = {"stall",   "slow",        "media_error",
                                        "timeout", "stall",       "slow",
-                                       "media_error", "timeout", "reset"};
+                                       "media_error", "timeout", "reset",
+                                       "brownout"};
   const int n = std::max(0, d.ConsumeIntegralInRange(0, 15) - 11);  // 0 mostly, else 1-4
   std::string text;
   for (int i = 0; i < n; ++i) {
     const std::string kind = d.PickValueInArray(kKinds);
     text += "\n[[fault]]\nkind = \"" + kind + "\"\n";
     text += "at_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
-    if (d.ConsumeIntegralInRange(0, 31) != 0) {
+    // A reset lasts until the host resets the device: no duration.
+    if ((kind != "reset") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
       text += "duration_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
     }
     if ((kind == "slow") != (d.ConsumeIntegralInRange(0, 31) == 0)) {

@@ -223,6 +223,14 @@ void devmodel_cancel(devmodel_t* model, uint64_t tag, uint64_t now_ns) {
   model->faulty->Cancel(tag);
 }
 
+int devmodel_failed(const devmodel_t* model, uint64_t now_ns) {
+  return model->faulty->Failed(std::max(model->last_now_ns, now_ns)) ? 1 : 0;
+}
+
+void devmodel_host_reset(devmodel_t* model, uint64_t now_ns) {
+  model->faulty->HostReset(Clamp(model, now_ns));
+}
+
 char* devmodel_counters_json(const devmodel_t* model, char** errptr) {
   try {
     nlohmann::json counters = nlohmann::json::parse(model->device->CountersJson());

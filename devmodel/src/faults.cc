@@ -21,19 +21,56 @@ const char* FaultKindName(FaultKind kind) {
       return "media_error";
     case FaultKind::kTimeout:
       return "timeout";
+    case FaultKind::kReset:
+      return "reset";
   }
   return "unknown";
 }
 
 FaultSchedule::FaultSchedule(std::vector<Fault> faults)
-    : faults_(std::move(faults)), affected_(faults_.size(), 0) {
+    : faults_(std::move(faults)), affected_(faults_.size(), 0), ended_ns_(faults_.size()) {
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     if (faults_[i].kind == FaultKind::kStall) stall_order_.push_back(i);
+    if (faults_[i].kind == FaultKind::kReset) reset_order_.push_back(i);
   }
-  std::stable_sort(stall_order_.begin(), stall_order_.end(),
-                   [this](std::size_t a, std::size_t b) {
-                     return faults_[a].at_ns < faults_[b].at_ns;
-                   });
+  const auto by_start = [this](std::size_t a, std::size_t b) {
+    return faults_[a].at_ns < faults_[b].at_ns;
+  };
+  std::stable_sort(stall_order_.begin(), stall_order_.end(), by_start);
+  std::stable_sort(reset_order_.begin(), reset_order_.end(), by_start);
+}
+
+std::optional<TimeNs> FaultSchedule::ResetStart(std::size_t i) const {
+  if (!origin_) return std::nullopt;
+  return AddSat(*origin_, faults_[i].at_ns);
+}
+
+int FaultSchedule::PendingReset() const {
+  if (!origin_ || resets_ended_ >= reset_order_.size()) return -1;
+  return static_cast<int>(reset_order_[resets_ended_]);
+}
+
+int FaultSchedule::LostToReset(TimeNs deadline_ns) {
+  const int i = PendingReset();
+  if (i < 0 || deadline_ns < *ResetStart(static_cast<std::size_t>(i))) return -1;
+  ++affected_[static_cast<std::size_t>(i)];
+  return i;
+}
+
+bool FaultSchedule::Failed(TimeNs now_ns) const {
+  const int i = PendingReset();
+  return i >= 0 && now_ns >= *ResetStart(static_cast<std::size_t>(i));
+}
+
+bool FaultSchedule::HostReset(TimeNs now_ns) {
+  ++host_resets_;
+  bool ended = false;
+  while (Failed(now_ns)) {
+    ended_ns_[reset_order_[resets_ended_]] = now_ns;
+    ++resets_ended_;
+    ended = true;
+  }
+  return ended;
 }
 
 int FaultSchedule::MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes) {
@@ -92,6 +129,7 @@ TimeNs FaultSchedule::Apply(TimeNs submit_ns, TimeNs deadline_ns) {
 std::string FaultSchedule::AddCounters(const std::string& json_object) const {
   nlohmann::json j = nlohmann::json::parse(json_object);
   j["fault_origin_ns"] = origin_ ? nlohmann::json(*origin_) : nlohmann::json(nullptr);
+  j["host_resets"] = host_resets_;
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < faults_.size(); ++i) {
     const Fault& f = faults_[i];
@@ -108,6 +146,13 @@ std::string FaultSchedule::AddCounters(const std::string& json_object) const {
     } else {
       one["start_ns"] = nullptr;
       one["end_ns"] = nullptr;
+    }
+    if (f.kind == FaultKind::kReset) {  // it lasts until the host resets the device
+      one["end_ns"] = ended_ns_[i] ? nlohmann::json(*ended_ns_[i]) : nlohmann::json(nullptr);
+      one["duration_ns"] = ended_ns_[i] && origin_
+                               ? nlohmann::json(*ended_ns_[i] -
+                                                std::min(*ended_ns_[i], AddSat(*origin_, f.at_ns)))
+                               : nlohmann::json(nullptr);
     }
     if (f.kind == FaultKind::kSlow) one["factor"] = static_cast<double>(f.factor_ppm) / 1e6;
     if (f.kind == FaultKind::kMediaError || f.kind == FaultKind::kTimeout) {
@@ -131,17 +176,18 @@ FaultyDevice* FaultyDevice::Of(Device* device) { return dynamic_cast<FaultyDevic
 Completion FaultyDevice::Finish(std::uint64_t tag, Completion c, TimeNs submit_ns,
                                 int media_error, int lost, TimeNs now) {
   TimeNs d = std::max(c.deadline_ns, now);
-  if (lost >= 0) {
-    c.deadline_ns = d;
+  if (lost < 0) {
+    if (media_error >= 0) {
+      d = AddSat(d, schedule_.faults()[static_cast<std::size_t>(media_error)].retry_ns);
+      c.status = Status::kMediaError;
+    }
+    d = schedule_.Apply(submit_ns, d);
+  }
+  c.deadline_ns = d;
+  if (lost >= 0 || schedule_.LostToReset(d) >= 0) {
     c.status = Status::kLost;
     lost_.insert(tag);
-    return c;
   }
-  if (media_error >= 0) {
-    d = AddSat(d, schedule_.faults()[static_cast<std::size_t>(media_error)].retry_ns);
-    c.status = Status::kMediaError;
-  }
-  c.deadline_ns = schedule_.Apply(submit_ns, d);
   return c;
 }
 

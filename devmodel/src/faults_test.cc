@@ -166,9 +166,18 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
     const char* faults;
     const char* message;
   } cases[] = {
-      {"[[fault]]\nkind = \"reset\"\nduration_ms = 1\n",
+      {"[[fault]]\nkind = \"brownout\"\nduration_ms = 1\n",
        "test.toml:7: key 'fault.kind' must be one of \"stall\" \"slow\" \"media_error\" "
-       "\"timeout\", got \"reset\""},
+       "\"timeout\" \"reset\", got \"brownout\""},
+      {"[[fault]]\nkind = \"reset\"\nat_ms = 1\nduration_ms = 1\n",
+       "test.toml:9: key 'fault.duration_ms' is not for kind \"reset\" (the device stays failed "
+       "until the host resets it)"},
+      {"[[fault]]\nkind = \"reset\"\nlba_start = 0\nlba_count = 8\n",
+       "test.toml:8: key 'fault.lba_start' is for kind \"media_error\" or \"timeout\" only"},
+      {"[[fault]]\nkind = \"reset\"\nwrites = true\n",
+       "test.toml:8: key 'fault.writes' is for kind \"media_error\" or \"timeout\" only"},
+      {"[[fault]]\nkind = \"reset\"\nfactor = 2\n",
+       "test.toml:8: key 'fault.factor' is for kind \"slow\" only"},
       {"[[fault]]\nkind = \"timeout\"\n",
        "test.toml:6: key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)"},
       {"[[fault]]\nkind = \"timeout\"\nduration_ms = 1\nlba_start = 3\n",
@@ -195,7 +204,7 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
        "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, duration_ms, "
        "factor, lba_start, lba_count, retry_ms, writes)"},
       {"[[fault]]\nduration_ms = 1\n", "test.toml:6: missing key 'fault.kind' (one of \"stall\" "
-                                       "\"slow\" \"media_error\" \"timeout\")"},
+                                       "\"slow\" \"media_error\" \"timeout\" \"reset\")"},
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\n",
        "test.toml:6: missing key 'fault.lba_count' (blocks that fail, from lba_start)"},
       {"[[fault]]\nkind = \"media_error\"\nlba_count = 8\n",
@@ -459,6 +468,133 @@ TEST(FaultsTest, CApiLostRequestHasNoServiceTimeAndIsCancelledOnce) {
   EXPECT_EQ(j["lost_held"], 1);  // tag 2: its caller never cancelled it
   EXPECT_EQ(j["service_ns"]["read"]["count"], 1);  // tag 3 only
   EXPECT_EQ(j["faults"][0]["requests"], 2);
+  devmodel_close(m);
+}
+
+TEST(FaultsTest, ResetLosesWhatTheDeviceHoldsAndGetsUntilTheHostResetsIt) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"reset\"\nat_ms = 1\n"));
+  FaultyDevice* f = FaultyDevice::Of(d.get());
+  EXPECT_FALSE(f->Failed(5 * kMs));  // no origin yet: no fault
+  f->SetOrigin(0);
+  const TimeNs s = 1 * kMs;
+  // Completed just before the failure; held at it (its deadline is the
+  // failure's time): lost.
+  EXPECT_EQ(d->Submit(Read(1), s - kLatencyNs - 1).status, Status::kOk);
+  const Completion held = d->Submit(Read(2), s - kLatencyNs);
+  EXPECT_EQ(held.status, Status::kLost);
+  EXPECT_TRUE(held.final);
+  EXPECT_EQ(held.deadline_ns, s);  // when the device would have completed it
+  EXPECT_FALSE(f->Failed(s - 1));
+  EXPECT_TRUE(f->Failed(s));
+  // While failed: every op is lost, a write and a flush too.
+  Request write = Read(3);
+  write.op = Op::kWrite;
+  EXPECT_EQ(d->Submit(write, 2 * kMs).status, Status::kLost);
+  Request flush;
+  flush.op = Op::kFlush;
+  flush.tag = 4;
+  EXPECT_EQ(d->Submit(flush, 2 * kMs).status, Status::kLost);
+  auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["kind"], "reset");
+  EXPECT_EQ(j["faults"][0]["requests"], 3);
+  EXPECT_EQ(j["faults"][0]["start_ns"], s);
+  EXPECT_TRUE(j["faults"][0]["end_ns"].is_null());
+  EXPECT_TRUE(j["faults"][0]["duration_ns"].is_null());
+  EXPECT_FALSE(j["faults"][0].contains("lba_start"));
+  EXPECT_EQ(j["lost_held"], 3);
+  EXPECT_EQ(j["host_resets"], 0);
+  // The host resets the device and takes back what it held: the device
+  // works again.
+  const TimeNs r = 7 * kMs;
+  EXPECT_TRUE(f->HostReset(r));
+  EXPECT_FALSE(f->Failed(r));
+  for (std::uint64_t tag : {2, 3, 4}) EXPECT_TRUE(f->Cancel(tag));
+  const Completion after = d->Submit(Read(5), r);
+  EXPECT_EQ(after.status, Status::kOk);
+  EXPECT_EQ(after.deadline_ns, r + kLatencyNs);
+  EXPECT_FALSE(f->HostReset(r + kMs));  // nothing failed: counted, ends nothing
+  j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["requests"], 3);
+  EXPECT_EQ(j["faults"][0]["end_ns"], r);
+  EXPECT_EQ(j["faults"][0]["duration_ns"], r - s);
+  EXPECT_EQ(j["host_resets"], 2);
+  EXPECT_EQ(j["lost_held"], 0);
+  EXPECT_EQ(j["cancelled"], 3);
+}
+
+TEST(FaultsTest, EachResetFaultFailsTheDeviceAgainAfterTheHostsReset) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"reset\"\nat_ms = 3\n"
+                             "[[fault]]\nkind = \"reset\"\nat_ms = 1\n"
+                             "[[fault]]\nkind = \"reset\"\nat_ms = 5\n"));
+  FaultyDevice* f = FaultyDevice::Of(d.get());
+  f->SetOrigin(10 * kMs);
+  EXPECT_TRUE(f->Failed(11 * kMs));
+  EXPECT_TRUE(f->HostReset(12 * kMs));  // ends the one at 1 ms only
+  EXPECT_FALSE(f->Failed(12 * kMs));
+  // A request held across the next failure is lost to it.
+  EXPECT_EQ(d->Submit(Read(1), 13 * kMs - kLatencyNs).status, Status::kLost);
+  EXPECT_TRUE(f->Failed(13 * kMs));
+  // One reset after both remaining faults started ends both.
+  EXPECT_TRUE(f->HostReset(16 * kMs));
+  EXPECT_FALSE(f->Failed(16 * kMs));
+  EXPECT_EQ(d->Submit(Read(2), 16 * kMs).status, Status::kOk);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["end_ns"], 16 * kMs);  // at 3 ms
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["faults"][1]["end_ns"], 12 * kMs);  // at 1 ms
+  EXPECT_EQ(j["faults"][1]["requests"], 0);
+  EXPECT_EQ(j["faults"][2]["end_ns"], 16 * kMs);  // at 5 ms
+  EXPECT_EQ(j["faults"][2]["duration_ns"], 1 * kMs);
+}
+
+TEST(FaultsTest, HddPolledRequestIsLostWhenItsFinalDeadlineIsPastTheReset) {
+  Fault f;
+  f.kind = FaultKind::kReset;
+  f.duration_ns = kForever;
+  std::unique_ptr<FaultyDevice> d;
+  // The failure is at the origin, 0: the read's polls still run (its state
+  // as if it did the work), its final answer is that it is lost.
+  const Completion c = HddReadWith(f, &d);
+  EXPECT_EQ(c.status, Status::kLost);
+  EXPECT_GT(c.deadline_ns, 0u);
+  EXPECT_TRUE(d->Failed(c.deadline_ns));
+  EXPECT_TRUE(d->Cancel(7));
+}
+
+TEST(FaultsTest, CApiReportsTheFailureUntilTheHostResetsTheDevice) {
+  char* err = nullptr;
+  devmodel_t* m = OpenText(FixedProfile("[[fault]]\nkind = \"reset\"\nat_ms = 1\n"), &err);
+  ASSERT_NE(m, nullptr) << err;
+  EXPECT_EQ(devmodel_failed(m, 2 * kMs), 0);  // no origin yet
+  devmodel_set_origin(m, 0);
+  EXPECT_EQ(devmodel_failed(m, kMs - 1), 0);
+  EXPECT_EQ(devmodel_failed(m, kMs), 1);
+  devmodel_request r = {DEVMODEL_OP_READ, 0, 0, 4096, 1};
+  devmodel_result res;
+  devmodel_submit_result(m, &r, kMs - 1, &res, &err);  // held at the failure
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_LOST));
+  EXPECT_EQ(res.deadline_ns, kMs - 1 + kLatencyNs);
+  r.tag = 2;
+  devmodel_submit_result(m, &r, 2 * kMs, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_LOST));
+  devmodel_cancel(m, 1, 3 * kMs);
+  devmodel_cancel(m, 2, 3 * kMs);
+  devmodel_host_reset(m, 3 * kMs);
+  EXPECT_EQ(devmodel_failed(m, 3 * kMs), 0);
+  r.tag = 3;
+  devmodel_submit_result(m, &r, 3 * kMs, &res, &err);
+  EXPECT_EQ(res.status, static_cast<uint32_t>(DEVMODEL_STATUS_OK));
+  EXPECT_EQ(err, nullptr);
+  char* json = devmodel_counters_json(m, &err);
+  const auto j = nlohmann::json::parse(json);
+  devmodel_free(json);
+  EXPECT_EQ(j["lost"]["read"], 2);
+  EXPECT_EQ(j["cancelled"], 2);
+  EXPECT_EQ(j["lost_held"], 0);
+  EXPECT_EQ(j["host_resets"], 1);
+  EXPECT_EQ(j["faults"][0]["requests"], 2);
+  EXPECT_EQ(j["faults"][0]["end_ns"], 3 * kMs);
+  EXPECT_EQ(j["service_ns"]["read"]["count"], 1);  // tag 3 only
   devmodel_close(m);
 }
 

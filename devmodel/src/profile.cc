@@ -244,18 +244,19 @@ std::vector<Key> CloudKeys() {
 std::vector<Key> FaultKeys() {
   using C = Fault;
   Key kind = MakeKey("kind", Key::Type::kChoice);
-  kind.choices = {"stall", "slow", "media_error", "timeout"};
+  kind.choices = {"stall", "slow", "media_error", "timeout", "reset"};
   kind.set_choice = [](void* c, const std::string& v) {
     static_cast<C*>(c)->kind = v == "stall"         ? FaultKind::kStall
                                : v == "slow"        ? FaultKind::kSlow
                                : v == "media_error" ? FaultKind::kMediaError
-                                                    : FaultKind::kTimeout;
+                               : v == "timeout"     ? FaultKind::kTimeout
+                                                    : FaultKind::kReset;
   };
   return {
       kind,
       Scaled("at_ms", &C::at_ns, 0, 1e9, 1e6, "ms after the origin"),
       Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6,
-             "ms (> 0; media_error: absent = to the end of the run)"),
+             "ms (> 0; media_error: absent = to the end of the run; not on reset)"),
       Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6, "x service time (> 1; slow only)"),
       Int("lba_start", &C::lba_start, 0, 0x1p60,
           "logical blocks (media_error; timeout: absent = every block)"),
@@ -604,7 +605,8 @@ class Loader {
   // "media_error" (absent: to the end of the run); factor on "slow" only (and
   // then required); lba_start, lba_count (required), retry_ms and writes on
   // "media_error"; lba_start and lba_count (both or neither) and writes on
-  // "timeout" too.
+  // "timeout" too; "reset" takes at_ms alone (it lasts until the host resets
+  // the device).
   bool ParseFaults(const toml::value& list, std::vector<Fault>* faults) {
     if (!list.is_array()) {
       return Fail(list, "'fault' must be an array of tables ([[fault]])");
@@ -619,8 +621,9 @@ class Loader {
       if (!ApplyTable(table, "fault", "[[fault]]", FaultKeys(), &f)) return false;
       if (!table.contains("kind")) {
         return Fail(table, "missing key 'fault.kind' (one of \"stall\" \"slow\" \"media_error\" "
-                           "\"timeout\")");
+                           "\"timeout\" \"reset\")");
       }
+      const bool reset = f.kind == FaultKind::kReset;
       const bool media = f.kind == FaultKind::kMediaError;
       const bool timeout = f.kind == FaultKind::kTimeout;
       for (const char* key : {"lba_start", "lba_count", "retry_ms", "writes"}) {
@@ -647,7 +650,15 @@ class Loader {
       if (media && table.contains("factor")) {
         return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
       }
-      if (media && !table.contains("duration_ms")) {
+      if (reset && table.contains("factor")) {
+        return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
+      }
+      if (reset && table.contains("duration_ms")) {
+        return Fail(table.at("duration_ms"),
+                    "key 'fault.duration_ms' is not for kind \"reset\" (the device stays "
+                    "failed until the host resets it)");
+      }
+      if (reset || (media && !table.contains("duration_ms"))) {
         f.duration_ns = kForever;
       } else if (!table.contains("duration_ms") || f.duration_ns == 0) {
         return Fail(table.contains("duration_ms") ? table.at("duration_ms") : table,

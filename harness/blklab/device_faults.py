@@ -9,7 +9,11 @@ or to the end of the run, "timeout" loses reads (and writes, if asked) of
 an LBA range or of the whole device submitted in the window: the device
 never completes them, so the guest kernel's own timeout, abort and reset
 run (NVMe only so far); the command the kernel retries after its reset is
-submitted after the window and completes. The library does the timing
+submitted after the window and completes. "reset" fails the whole device
+at a time, as a power or link event does: every command it holds then or
+gets afterwards is lost until the host resets the device, and the front
+end shows the failure where the host looks (NVMe: Controller Fatal
+Status, so the kernel resets at its first timeout; NVMe only so far). The library does the timing
 (devmodel/include/devmodel/faults.h): the harness validates the tables,
 appends them to the profile QEMU reads for that device, and reads back from
 the model's counters which faults fired and when.
@@ -25,11 +29,12 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("stall", "slow", "media_error", "timeout")
+KINDS = ("stall", "slow", "media_error", "timeout", "reset")
 # The device kinds whose front end reports each kind that needs one: a
 # media error is a status the protocol has to carry (qemu-patches/0053), a
-# lost command one the host's recovery has to take back (0055).
-FRONT_ENDS = {"media_error": ("nvme",), "timeout": ("nvme",)}
+# lost command one the host's recovery has to take back (0055), a failed
+# device one the protocol shows and a reset ends (0056).
+FRONT_ENDS = {"media_error": ("nvme",), "timeout": ("nvme",), "reset": ("nvme",)}
 MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
 MAX_RETRY_MS = 1e6
 MAX_FACTOR = 1e6
@@ -45,6 +50,7 @@ _TIMEOUT_KEYS = ("lba_start", "lba_count", "writes")
 _KERNEL_ERROR = re.compile(
     r"I/O error|medium error|\(sct 0x[0-9a-f]+ / sc 0x|critical target error|"
     r"Buffer I/O error|timeout, abort|timeout, reset|Abort status|resetting controller|"
+    r"controller is down|"
     r"\bfailed command\b|\bUNC\b|exception Emask", re.IGNORECASE)
 
 
@@ -53,7 +59,9 @@ class DeviceFault:
     device: str  # a [[device]] name
     kind: str  # one of KINDS
     at_ms: float  # ms of virtual time after the workload starts
-    duration_ms: float | None  # > 0; None (media_error only): to the end of the run
+    # > 0; None: to the end of the run (media_error), until the host resets
+    # the device (reset: always None)
+    duration_ms: float | None
     factor: float | None = None  # slow only: > 1
     # media_error: the logical blocks that fail, the drive's own retry time
     # before it reports the error, and whether writes fail too. timeout: the
@@ -161,12 +169,17 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
             if key in table and key not in allowed:
                 raise r.error(key, 'applies to kind "media_error" only' if key == "retry_ms"
                               else 'applies to kinds "media_error" and "timeout" only')
-        # A media error from the workload's start to its end needs no window.
+        # A media error from the workload's start to its end needs no window;
+        # a reset happens at a time.
         at_ms = r.get("at_ms", (int, float), 0, required=kind != "media_error")
         if not 0 <= at_ms <= MAX_MS:
             raise r.error("at_ms", f"must be between 0 and {MAX_MS:.0f} (ms after the "
                           f"workload starts), got {at_ms}")
-        duration_ms = r.get("duration_ms", (int, float), required=kind != "media_error")
+        if kind == "reset" and "duration_ms" in table:
+            raise r.error("duration_ms", 'does not apply to kind "reset": the device stays '
+                          "failed until the guest's kernel resets it")
+        duration_ms = r.get("duration_ms", (int, float),
+                            required=kind not in ("media_error", "reset"))
         if duration_ms is not None and not 0 < duration_ms <= MAX_MS:
             raise r.error("duration_ms", f"must be above 0 and at most {MAX_MS:.0f} (ms), "
                           f"got {duration_ms}")
@@ -180,6 +193,9 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         if kind == "timeout" and factor is not None:
             raise r.error("factor", "applies to kind \"slow\" only (a timeout loses the "
                           "requests submitted in its window)")
+        if kind == "reset" and factor is not None:
+            raise r.error("factor", "applies to kind \"slow\" only (a reset loses every "
+                          "request until the host resets the device)")
         if kind == "slow":
             if factor is None:
                 raise r.error("factor", "is required for kind \"slow\" (service times are "

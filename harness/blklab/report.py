@@ -113,7 +113,7 @@ def percentile_bars(device: str, rows: list[stats.Row]) -> str | None:
 # A [[fault]] window's shade on the timeline, by kind (every one of
 # blklab.device_faults.KINDS).
 FAULT_COLOURS = {"stall": "0.3", "slow": "tab:orange", "media_error": "tab:red",
-                 "timeout": "tab:purple"}
+                 "timeout": "tab:purple", "reset": "tab:brown"}
 
 
 def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
@@ -153,9 +153,10 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
             label += f" LBA {f['lba_start']}+{f['lba_count']}"
         for ax in (ax_iops, ax_p99):
             start = f["at_ms"] / 1e3
-            if f["duration_ms"] is None:  # to the end of the run
+            if f["duration_ms"] is None:  # to the end of the run, or to the host's reset
+                until = "until the host resets it" if f["kind"] == "reset" else "to the end"
                 ax.axvline(start, color=colours[f["kind"]], alpha=0.5,
-                           label=f"fault: {label} (to the end)" if ax is ax_iops else None)
+                           label=f"fault: {label} ({until})" if ax is ax_iops else None)
                 continue
             ax.axvspan(start, (f["at_ms"] + f["duration_ms"]) / 1e3, color=colours[f["kind"]],
                        alpha=0.15, label=f"fault: {label}" if ax is ax_iops else None)

@@ -111,6 +111,33 @@ def test_a_timeout_reaches_the_profile_with_or_without_a_range(tmp_path):
                        capture_output=True)
 
 
+def test_a_reset_reaches_the_profile_at_its_time_without_a_duration(tmp_path):
+    text = SCENARIO.split("[[fault]]")[0] + (
+        '[[fault]]\ndevice = "d0"\nkind = "reset"\nat_ms = 100\n')
+    s = load(tmp_path, text)
+    (reset,) = s.faults
+    assert reset == DeviceFault("d0", "reset", 100.0, None)
+    assert reset.to_json() == {"device": "d0", "kind": "reset", "at_ms": 100.0,
+                               "duration_ms": None, "factor": None}
+    d0, _ = s.devices
+    assert d0.profile.text.endswith('[[fault]]\nkind = "reset"\nat_ms = 100.0\n')
+    path = tmp_path / "profile.toml"
+    path.write_text(d0.profile.text)
+    subprocess.run([str(paths.devmodel_info()), "--check", str(path)], check=True,
+                   capture_output=True)
+
+
+def test_a_reset_that_the_host_ended_is_recorded_with_its_end():
+    asked = [DeviceFault("d0", "reset", 50.0, None)]
+    counters = {"fault_origin_ns": 1000, "host_resets": 2,
+                "faults": [{"kind": "reset", "start_ns": 50_001_000, "end_ns": 400_000_000,
+                            "requests": 1}]}
+    (f,) = device_faults.fired(asked, counters)
+    assert f["fired"] and f["requests"] == 1
+    assert (f["start_ns"], f["end_ns"]) == (50_001_000, 400_000_000)
+    assert device_faults.failure(asked, counters) is None
+
+
 def test_kernel_error_lines_are_picked_from_the_console():
     console = (
         "[    1.000000] nvme nvme0: pci function 0000:00:04.0\n"
@@ -125,7 +152,10 @@ def test_kernel_error_lines_are_picked_from_the_console():
         "[    6.000100] nvme nvme0: Abort status: 0x0\n"
         "[    7.000000] nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, "
         "reset controller\n"
-        "[    7.100000] nvme nvme0: 1/0/0 default/read/poll queues\n")
+        "[    7.100000] nvme nvme0: 1/0/0 default/read/poll queues\n"
+        "[    8.000000] nvme nvme0: controller is down; will reset: CSTS=0x3, "
+        "PCI_STATUS=0x10\n"
+        "[    8.100000] nvme 0000:00:04.0: enabling device (0000 -> 0002)\n")
     assert device_faults.kernel_error_lines(console) == [
         "nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error (sct 0x2 / sc 0x81) DNR",
         "critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x4800 phys_seg 1 "
@@ -133,7 +163,8 @@ def test_kernel_error_lines_are_picked_from_the_console():
         "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, aborting "
         "req_op:READ(0) size:4096",
         "nvme nvme0: Abort status: 0x0",
-        "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, reset controller"]
+        "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, reset controller",
+        "nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10"]
 
 
 def test_the_run_length_counts_startdelay(tmp_path):

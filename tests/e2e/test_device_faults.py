@@ -35,6 +35,11 @@ io_timeout: the kernel's abort, then its controller reset, take the lost
 read back and retry it (the expectations, from the source, are in the
 test's docstring).
 
+A reset fault on another NVMe drive under the same guest: the controller
+fails (CSTS.CFS), the kernel resets it at the read's first timeout and the
+read completes after the reset (the expectations, from the source, are in
+the test's docstring).
+
 The windows count from the guest's own mark at the workload's start
 (blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
 
@@ -249,12 +254,20 @@ ROUND_NS = 256 * 1_000_000_000 // HZ
 WHEEL_NS = 8 * 1_000_000_000 // HZ
 RESET_BOUND_NS = 1_000 * MS  # nvme_reset_work(): admin commands on an idle guest
 
+
+def recovery_scenario(name: str, drive: str) -> str:
+    """A 6.12 guest with io_timeout = IO_TIMEOUT_MS, one fixed-10us NVMe
+    drive `drive` and a QD1 reader for 3 s, without its [[fault]]."""
+    return ('[scenario]\n'
+            f'name = "{name}"\nmode = "deterministic"\ntimeout_s = 600\n'
+            'schedulers = ["none"]\n[guest]\nkernel = "6.12-amd64"\nvcpus = 1\n'
+            f"memory_mib = 512\n[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
+            + device(drive, "nvme", "fixed-10us", size_gib=1)
+            + job("r", "randread", "3s", iodepth=1))
+
+
 TIMEOUT_SCENARIO = (
-    '[scenario]\nname = "nvme-timeout"\nmode = "deterministic"\ntimeout_s = 600\n'
-    'schedulers = ["none"]\n[guest]\nkernel = "6.12-amd64"\nvcpus = 1\nmemory_mib = 512\n'
-    f"[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
-    + device("lost", "nvme", "fixed-10us", size_gib=1)
-    + job("r", "randread", "3s", iodepth=1)
+    recovery_scenario("nvme-timeout", "lost")
     + f'\n[[fault]]\ndevice = "lost"\nkind = "timeout"\nat_ms = {LOST_AT_MS}\n'
     f"duration_ms = {LOST_FOR_MS}\n")
 
@@ -330,3 +343,74 @@ def test_timeout_runs_the_kernels_abort_then_reset_and_the_retry_completes(timeo
 def test_timeout_same_bytes_on_a_busy_host(timeout_twice):
     (idle, busy), dirs = timeout_twice
     assert_same_cells(idle, busy, dirs)
+
+
+RESET_AT_MS = 50
+JIFFY_NS = 1_000_000_000 // HZ
+CFS_LINE = "nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10"
+
+RESET_SCENARIO = (
+    recovery_scenario("nvme-reset", "failed")
+    + f'\n[[fault]]\ndevice = "failed"\nkind = "reset"\nat_ms = {RESET_AT_MS}\n')
+
+
+def test_reset_the_kernel_finds_the_failed_controller_and_the_read_completes_after(
+        built, tmp_path):
+    """A reset fault on NVMe under a 6.12 guest with io_timeout = 300 ms,
+    one reader at queue depth 1. Derived from the source before any run:
+
+    - At 50 ms after the workload's start the drive fails: the read it
+      holds then (or, if none, the next one submitted) is lost, and at QD1
+      nothing else is submitted until that read ends: exactly one read
+      lost, whatever its op (the reader only reads).
+    - Nothing in the 6.1 or 6.12 driver polls CSTS (the watchdog that did
+      went with the kthread in 4.x): the failure is found when the read
+      times out. nvme_timeout() reads CSTS first; CFS is set
+      (qemu-patches/0056), so nvme_should_reset() is true (the controller
+      is LIVE) and nvme_warn_reset() logs "controller is down; will reset:
+      CSTS=0x3, PCI_STATUS=0x10" (RDY | CFS; the function's PCI status has
+      only its capability list bit: MSI-X, no INTx, no error), with no
+      Abort and no "I/O tag ... timeout" line. nvme_dev_disable() sees a
+      dead controller (CFS), sends no admin command and cancels the read
+      with NVME_SC_HOST_ABORTED_CMD, which nvme_decide_disposition()
+      retries after the reset; nvme_reset_work() clears CC.EN (QEMU
+      releases the lost read: cancelled once in the model, and the model's
+      failure ends there), enables the controller again and requeues the
+      read, which completes in 10 us. The reader sees no error.
+    - When: the read's deadline is 75 jiffies after the tick at or before
+      its submission, so the timeout fires no earlier than 300 ms less one
+      jiffy after it, and no later than 256 jiffies + a wheel bucket after
+      the deadline (blk_add_timer()'s rounding, as for the timeout fault);
+      then the reset (at most RESET_BOUND_NS on an idle guest) and the
+      retry. So the read takes between 300 ms - 4 ms and 300 ms + 1.024 s
+      + 32 ms + 1 s.
+    - The model: the fault dropped one request, ended at the host's reset
+      (its end_ns set, after its start); lost 1 read, cancelled 1, none
+      held.
+    - I/O resumes: each read takes at least the model's 10 us, so at most
+      50 ms / 10 us reads complete before the failure; the reader completes
+      more than that."""
+    s = tmp_path / "nvme-reset.toml"
+    s.write_text(RESET_SCENARIO)
+    cells = run(s, tmp_path / "out")
+    c = cells[f"failed.none.io_timeout={IO_TIMEOUT_MS}.r0"]
+    assert c["status"] == "ok", c["error"]
+    (f,) = c["faults"]
+    assert f["kind"] == "reset" and f["fired"] and f["requests"] == 1
+    assert f["duration_ms"] is None
+    assert f["start_ns"] == f["origin_ns"] + RESET_AT_MS * MS
+    assert f["end_ns"] is not None and f["end_ns"] > f["start_ns"]
+    dm = c["devmodel"]
+    assert dm["lost"] == {"read": 1, "write": 0}
+    assert dm["cancelled"] == 1 and dm["lost_held"] == 0
+    assert dm["host_resets"] >= 1
+
+    assert c["guest"]["kernel_errors"] == [CFS_LINE]
+    (job_,) = c["workload"]["jobs"]
+    assert job_["error"] == 0
+    assert reads(c)["total_ios"] > RESET_AT_MS * MS // LATENCY_NS
+    took = reads(c)["clat_max_ns"]
+    print(f"the lost read took {took / MS:.1f} ms; the host reset the drive "
+          f"{(f['end_ns'] - f['start_ns']) / MS:.1f} ms after it failed")
+    t = IO_TIMEOUT_MS * MS
+    assert t - JIFFY_NS <= took <= t + ROUND_NS + WHEEL_NS + RESET_BOUND_NS

@@ -3,7 +3,8 @@
 # qemu-patches/build-qemu.sh): ide-test (PIIX IDE on pc), ahci-test (ICH9 AHCI
 # on q35), the nvme and virtio-serial-pci paths of qos-test (pc),
 # blklab-nvme-test (NVMe completions at the device model's deadline, a lost
-# command taken back by an SQ deletion or a reset, and a
+# command taken back by an SQ deletion or a reset, a controller failed by a
+# reset fault until the host resets it, and a
 # stall counted from the origin the guest sets through blklab-jobpoint),
 # blklab-ide-test (PIIX IDE and AHCI/NCQ completions at the model's deadlines),
 # the virtio-blk-pci path of qos-test, blklab-virtio-blk-test (virtio-blk

@@ -37,8 +37,9 @@ struct Request {
 
 // How a request ends. A front end reports kMediaError with its protocol's
 // unrecovered-read-error status (NVMe: SCT 2h / SC 81h on a read). kLost:
-// the device never completes the request (a timeout fault); deadline_ns is
-// when it would have, and the host's own timeout has to take it back.
+// the device never completes the request (a timeout or reset fault);
+// deadline_ns is when it would have, and the host's own timeout has to take
+// it back.
 enum class Status : std::uint8_t { kOk = 0, kMediaError = 1, kLost = 2 };
 
 struct Completion {

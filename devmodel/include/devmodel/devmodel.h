@@ -39,6 +39,11 @@
  *  never completed by the device: the caller arms no timer and holds the
  *  request until the host takes it back (an Abort, a queue deletion, a
  *  controller reset), then calls devmodel_cancel once.
+ *  A profile's reset fault fails the whole device at a time: from then on
+ *  every request whose final deadline falls at or after it is LOST too,
+ *  until the host resets the device (devmodel_host_reset). The front end
+ *  shows the failure in its protocol while devmodel_failed says so (NVMe:
+ *  CSTS.CFS), so the host's recovery can find it.
  *  Deadlines are final for zero profiles, SSD profiles with host_link_mb_s =
  *  0 and HDD profiles with queue_policy = "fifo" (a cloud profile as its
  *  backing device). An HDD with "sptf" decides which queued command runs
@@ -121,7 +126,7 @@ uint32_t devmodel_rotation_rate(const devmodel_t* model);
 int devmodel_deadlines_final(const devmodel_t* model);
 
 /* Sets the origin of the profile's fault schedule (its top-level [[fault]]
- * tables: stall, slow, media_error and timeout windows, at_ms after the origin; see
+ * tables: stall, slow, media_error, timeout and reset, at_ms after the origin; see
  * devmodel/faults.h) to `now_ns`. blklab sets it when the guest's workload
  * starts. Before the first call no fault applies; a later call moves every
  * window. A profile without faults ignores it (the counters still show it as
@@ -156,14 +161,28 @@ void devmodel_poll_result(devmodel_t* model, uint64_t tag, uint64_t now_ns, devm
  * model's state stays as if the device did the work. Cannot fail. */
 void devmodel_cancel(devmodel_t* model, uint64_t tag, uint64_t now_ns);
 
+/* 1 while a reset fault holds the device failed at `now_ns` (it started at
+ * or before now_ns and no devmodel_host_reset since), else 0. A front end
+ * asks it when the host reads the register that would show the failure
+ * (NVMe: CSTS.CFS). Changes nothing; cannot fail. */
+int devmodel_failed(const devmodel_t* model, uint64_t now_ns);
+
+/* The host reset the device at `now_ns` (NVMe: CC.EN cleared): a reset
+ * fault in effect ends, and requests submitted from now on complete.
+ * Counted in "host_resets" whether or not a fault was in effect. The caller
+ * cancels what the device still held (devmodel_cancel), before or after.
+ * Cannot fail. */
+void devmodel_host_reset(devmodel_t* model, uint64_t now_ns);
+
 /* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
  * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...},
- * with "fault_origin_ns" (null until set) and "faults": per [[fault]] of the
- * profile, {"kind","at_ns","duration_ns","start_ns","end_ns" (absolute; null
- * until the origin is set; end and duration null for a media error that
- * lasts to the end),"factor" (slow only),"lba_start","lba_count","retry_ns",
- * "writes" (media_error and timeout),"requests" (moved, failed or lost by
- * it)}, and
+ * with "fault_origin_ns" (null until set), "host_resets" (devmodel_host_reset
+ * calls) and "faults": per [[fault]] of the profile, {"kind","at_ns",
+ * "duration_ns","start_ns","end_ns" (absolute; null until the origin is set;
+ * end and duration null for a media error that lasts to the end, and for a
+ * reset until the host's reset ends it),"factor" (slow only),"lba_start",
+ * "lba_count","retry_ns","writes" (media_error and timeout),"requests"
+ * (moved, failed or lost by it)}, and
  * "media_errors": {"read","write"}, requests that ended with
  * DEVMODEL_STATUS_MEDIA_ERROR; "lost": {"read","write"}, requests that
  * ended with DEVMODEL_STATUS_LOST (no service time: service_ns leaves them

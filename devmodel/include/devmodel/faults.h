@@ -1,9 +1,10 @@
 // Faults on a schedule: a wrapper around any Device (SSD, HDD, cloud, zero)
 // that makes it stall, run slow or fail reads of an LBA range for windows of
 // virtual time, as drives and cloud volumes misbehave in incidents, or lose
-// commands so that the host's timeout and recovery run. A stall or a slow
-// window only moves deadlines; a media error also ends the request with
-// Status::kMediaError, a timeout with Status::kLost. The windows are relative to an origin
+// commands so that the host's timeout and recovery run, or fail as a whole
+// until the host resets it. A stall or a slow window only moves deadlines; a
+// media error also ends the request with Status::kMediaError, a timeout or a
+// reset with Status::kLost. The windows are relative to an origin
 // (the workload's start) that the caller sets; before it is set no fault
 // applies. Thread-safety: as Device (callers serialize every call).
 #ifndef DEVMODEL_FAULTS_H_
@@ -41,6 +42,14 @@ enum class FaultKind : std::uint8_t {
   // (FaultyDevice::Cancel). The model's state is updated as for a request
   // that succeeded. A retry submitted after the window completes normally.
   kTimeout,
+  // From s until the host resets the device (FaultyDevice::HostReset): the
+  // device has failed, as on a power or link event. Every request whose
+  // final deadline is at or after s (whatever its op, submitted before s or
+  // after) ends with Status::kLost: it was held or submitted while the
+  // device was down. The model's state is updated as for a request that
+  // succeeded. A request submitted after the host's reset completes.
+  // duration_ns is kForever; the fault's end is the host's reset.
+  kReset,
 };
 
 // duration_ns of a fault that lasts until the end of the run.
@@ -51,7 +60,7 @@ const char* FaultKindName(FaultKind kind);
 struct Fault {
   FaultKind kind = FaultKind::kStall;
   TimeNs at_ns = 0;        // start, ns after the origin
-  TimeNs duration_ns = 0;  // > 0
+  TimeNs duration_ns = 0;  // > 0; kReset: kForever (it ends at the host's reset)
   // kSlow only: service time multiplier, > 1. Applied as an integer number
   // of millionths (factor_ppm), so deadlines are exact integers everywhere.
   std::uint64_t factor_ppm = 1000000;
@@ -86,15 +95,28 @@ class FaultSchedule {
   int MediaError(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
   // The same for the timeout fault that loses `r`, or -1.
   int Lost(const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
+  // The reset fault that loses a request whose final deadline is
+  // `deadline_ns` (counted), or -1: the first reset fault the host has not
+  // reset yet, if it starts at or before the deadline.
+  int LostToReset(TimeNs deadline_ns);
+  // Whether a reset fault holds the device failed at `now_ns`: it started
+  // at or before now_ns and the host has not reset the device since.
+  bool Failed(TimeNs now_ns) const;
+  // The host reset the device at `now_ns` (NVMe: CC.EN cleared). Ends every
+  // reset fault that started by then (their end is now_ns); counted in
+  // "host_resets" either way. Returns whether it ended one.
+  bool HostReset(TimeNs now_ns);
 
   // The deadline of a request submitted at `submit_ns` whose model deadline
   // (final) is `deadline_ns`. REQUIRES: submit_ns <= deadline_ns. The result
   // is >= deadline_ns; counts each fault that moved it.
   TimeNs Apply(TimeNs submit_ns, TimeNs deadline_ns);
 
-  // {"fault_origin_ns": n|null, "faults": [{"kind", "start_ns", "end_ns",
-  //  "factor", "lba_start", "lba_count", "retry_ns", "writes", "requests"}]}
-  // (end_ns null for a fault that lasts to the end of the run), merged into `json_object` (a JSON object text).
+  // {"fault_origin_ns": n|null, "host_resets": n, "faults": [{"kind",
+  //  "start_ns", "end_ns", "factor", "lba_start", "lba_count", "retry_ns",
+  //  "writes", "requests"}]} (end_ns null for a fault that lasts to the end
+  // of the run, or a reset the host has not ended), merged into
+  // `json_object` (a JSON object text).
   std::string AddCounters(const std::string& json_object) const;
 
  private:
@@ -102,9 +124,18 @@ class FaultSchedule {
   // `r` touches (counted), or -1.
   int Match(FaultKind kind, const Request& r, TimeNs submit_ns, std::uint32_t block_bytes);
 
-  std::vector<Fault> faults_;  // stalls sorted by at_ns after the slows' order
-  std::vector<std::size_t> stall_order_;
-  std::vector<std::uint64_t> affected_;  // per fault, as given
+  // The start (absolute) of the reset fault faults_[i], or nullopt.
+  std::optional<TimeNs> ResetStart(std::size_t i) const;
+  // The first reset fault in reset_order_ not ended, or -1.
+  int PendingReset() const;
+
+  std::vector<Fault> faults_;             // as given
+  std::vector<std::size_t> stall_order_;  // stalls by at_ns
+  std::vector<std::size_t> reset_order_;  // by at_ns
+  std::size_t resets_ended_ = 0;          // reset_order_[0, resets_ended_) are over
+  std::vector<std::uint64_t> affected_;   // per fault, as given
+  std::vector<std::optional<TimeNs>> ended_ns_;  // per fault: a reset's end
+  std::uint64_t host_resets_ = 0;
   std::optional<TimeNs> origin_;
 };
 
@@ -138,6 +169,11 @@ class FaultyDevice final : public Device {
   // (Device::Cancel). Returns whether it counted.
   bool Cancel(std::uint64_t tag) override;
 
+  // FaultSchedule::Failed and HostReset. The host takes back what the
+  // device held (Cancel) before or after it resets it, in either order.
+  bool Failed(TimeNs now) const { return schedule_.Failed(now); }
+  bool HostReset(TimeNs now) { return schedule_.HostReset(now); }
+
  private:
   std::unique_ptr<Device> inner_;
   FaultSchedule schedule_;
@@ -148,7 +184,7 @@ class FaultyDevice final : public Device {
   };
   // Applies the schedule to a final completion of a request submitted at
   // `submit_ns`, failed by fault `media_error` or lost by fault `lost` (-1:
-  // none).
+  // none), or lost to a reset fault by its final deadline.
   Completion Finish(std::uint64_t tag, Completion c, TimeNs submit_ns, int media_error,
                     int lost, TimeNs now);
 
