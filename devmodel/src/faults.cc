@@ -63,7 +63,7 @@ bool FaultSchedule::Failed(TimeNs now_ns) const {
 }
 
 bool FaultSchedule::HostReset(TimeNs now_ns) {
-  ++host_resets_;
+  if (origin_) ++host_resets_;  // before it: the machine's own (boot, restore)
   bool ended = false;
   while (Failed(now_ns)) {
     ended_ns_[reset_order_[resets_ended_]] = now_ns;

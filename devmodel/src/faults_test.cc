@@ -475,6 +475,7 @@ TEST(FaultsTest, ResetLosesWhatTheDeviceHoldsAndGetsUntilTheHostResetsIt) {
   auto d = Load(FixedProfile("[[fault]]\nkind = \"reset\"\nat_ms = 1\n"));
   FaultyDevice* f = FaultyDevice::Of(d.get());
   EXPECT_FALSE(f->Failed(5 * kMs));  // no origin yet: no fault
+  EXPECT_FALSE(f->HostReset(0));      // the machine's own: not counted below
   f->SetOrigin(0);
   const TimeNs s = 1 * kMs;
   // Completed just before the failure; held at it (its deadline is the

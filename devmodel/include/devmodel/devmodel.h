@@ -169,7 +169,8 @@ int devmodel_failed(const devmodel_t* model, uint64_t now_ns);
 
 /* The host reset the device at `now_ns` (NVMe: CC.EN cleared): a reset
  * fault in effect ends, and requests submitted from now on complete.
- * Counted in "host_resets" whether or not a fault was in effect. The caller
+ * Counted in "host_resets" whether or not a fault was in effect, once the
+ * fault origin is set (earlier resets are the machine's own). The caller
  * cancels what the device still held (devmodel_cancel), before or after.
  * Cannot fail. */
 void devmodel_host_reset(devmodel_t* model, uint64_t now_ns);
@@ -177,7 +178,7 @@ void devmodel_host_reset(devmodel_t* model, uint64_t now_ns);
 /* Counters as a JSON object (malloc'd; free with devmodel_free), e.g.
  * {"model":"ssd","host_bytes_written":...,"nand_bytes_written":...,"waf":...},
  * with "fault_origin_ns" (null until set), "host_resets" (devmodel_host_reset
- * calls) and "faults": per [[fault]] of the profile, {"kind","at_ns",
+ * calls since the origin) and "faults": per [[fault]] of the profile, {"kind","at_ns",
  * "duration_ns","start_ns","end_ns" (absolute; null until the origin is set;
  * end and duration null for a media error that lasts to the end, and for a
  * reset until the host's reset ends it),"factor" (slow only),"lba_start",

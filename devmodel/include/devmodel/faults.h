@@ -104,7 +104,9 @@ class FaultSchedule {
   bool Failed(TimeNs now_ns) const;
   // The host reset the device at `now_ns` (NVMe: CC.EN cleared). Ends every
   // reset fault that started by then (their end is now_ns); counted in
-  // "host_resets" either way. Returns whether it ended one.
+  // "host_resets" either way once the origin is set (resets before it are
+  // the machine's own: boot, a restore, a backend's start, which differ
+  // between ways of starting the same cell). Returns whether it ended one.
   bool HostReset(TimeNs now_ns);
 
   // The deadline of a request submitted at `submit_ns` whose model deadline
