@@ -76,6 +76,8 @@ def request_of(cell: Cell, scenario: Scenario, ctx: CellContext,
     if d.kind == "virtio-blk":
         device |= {"num_queues": d.num_queues, "queue_depth": d.queue_depth,
                    "queue_size": d.queue_size}
+    if d.kind == "nvme":
+        device["shadow_doorbells"] = d.shadow_doorbells
     if d.profile is not None:
         device["profile"] = {"name": d.profile.name, "sha256": d.profile.sha256,
                              "seed": devmodel_seed(cell)}

@@ -130,6 +130,10 @@ class Device:
     num_queues: int | None = None
     queue_depth: int | None = None
     queue_size: int | None = None
+    # NVMe: whether the controller offers shadow doorbells (Doorbell Buffer
+    # Config, OACS bit 8). False (the default): it does not, as the drives
+    # the profiles model do not (vm.VMConfig.device_properties says why).
+    shadow_doorbells: bool = False
 
 
 @dataclass(frozen=True)
@@ -624,6 +628,10 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
         mqes = r.integer("mqes", None, 1, 0xFFFF)
         if mqes is not None and kind != "nvme":
             raise r.error("mqes", "applies to nvme devices only")
+        shadow_doorbells = r.get("shadow_doorbells", bool, None)
+        if shadow_doorbells is not None and kind != "nvme":
+            raise r.error("shadow_doorbells", "applies to nvme devices only (Doorbell Buffer "
+                          "Config is an NVMe admin command)")
         ncq_depth = r.integer("ncq_depth", None, 1, 32)
         if ncq_depth is not None and kind != "ahci-hd":
             raise r.error("ncq_depth", "applies to ahci-hd devices only (PIIX IDE has no NCQ)")
@@ -649,7 +657,8 @@ def _parse_devices(path: str, data: dict[str, Any], check_profiles: bool) -> lis
             raise q.error("scheduler", "choose schedulers with scenario.schedulers")
         r.finish()
         devices.append(Device(name, kind, backing, size, rotation, profile, seed, mqes,
-                              ncq_depth, queue_axes, num_queues, queue_depth, queue_size))
+                              ncq_depth, queue_axes, num_queues, queue_depth, queue_size,
+                              shadow_doorbells=bool(shadow_doorbells)))
     names = [d.name for d in devices]
     for n in names:
         if names.count(n) > 1:

@@ -334,7 +334,7 @@ class VMConfig:
     def device_properties(self) -> list[tuple[str, str, str]]:
         """blklab's properties of the device under test as (name, QOM type,
         value): the device model's profile and seed, the rotation rate, the
-        queue size and NCQ depth, the block size."""
+        queue size and NCQ depth, the block size, NVMe's shadow doorbells."""
         d = self.device
         assert d is not None
         props: list[tuple[str, str, str]] = []
@@ -354,6 +354,21 @@ class VMConfig:
             props.append(("rotation_rate", "unsigned", str(rotation)))
         if d.mqes is not None:
             props.append(("mqes", "unsigned", str(d.mqes)))
+        if d.kind == "nvme":
+            # Shadow doorbells (Doorbell Buffer Config, OACS bit 8, made for
+            # emulated controllers): QEMU's NVMe offers them unless dbcs=off;
+            # the drives the profiles model (970 EVO Plus, 980 PRO, P5800X)
+            # do not, and their host rings every doorbell through the BAR.
+            # It matters beyond cost: a
+            # controller forgets the buffers at a reset, and 6.1's
+            # nvme_reset_work() restarts the I/O queues before it gives them
+            # again (nvme_dbbuf_set() after nvme_start_queues()), so on
+            # QEMU's default a 6.1 guest's I/O stalls after every controller
+            # reset (docs/faults.md). Off on NVMe without a model too: every
+            # NVMe cell then takes one guest path, and the benchmarks' stock
+            # realtime step (tests/bench) differs from blklab's steps in QEMU
+            # only. [[device]] shadow_doorbells = true gives QEMU's default.
+            props.append(("dbcs", "bool", "on" if d.shadow_doorbells else "off"))
         if d.ncq_depth is not None:
             props.append(("ncq-depth", "unsigned", str(d.ncq_depth)))
         if d.num_queues is not None:

@@ -68,6 +68,50 @@ def test_nvme_queue_size(tmp_path):
     assert d.profile is None and "devmodel" not in " ".join(cfg.cmdline())
 
 
+def nvme_front(args: list[str]) -> str:
+    """The NVMe controller's -device value among QEMU's arguments."""
+    (front,) = [a for a in args if a.startswith(f"nvme,id={DISK_ID},")]
+    return front
+
+
+@pytest.mark.parametrize("device, dbcs", [
+    ('profile = "zero-latency"\n', "off"),  # a model-timed drive
+    ("", "off"),  # no model (realtime): one guest path for every NVMe cell
+    ('profile = "zero-latency"\nshadow_doorbells = false\n', "off"),
+    ('profile = "zero-latency"\nshadow_doorbells = true\n', "on"),
+])
+def test_nvme_offers_shadow_doorbells_only_when_asked_on_both_backends(tmp_path, device, dbcs):
+    """QEMU's NVMe offers Doorbell Buffer Config unless dbcs=off; blklab's
+    does not unless the device asks (vm.VMConfig.device_properties says
+    why). The libvirt backend passes the same -device through its QEMU
+    namespace."""
+    import xml.etree.ElementTree as ET
+
+    from blklab.libvirt_vm import QEMU_NS, domain_xml
+
+    modelled = "profile" in device
+    d = load(tmp_path, 'kind = "nvme"\n' + device,
+             mode="deterministic" if modelled else "realtime").devices[0]
+    assert d.shadow_doorbells is (dbcs == "on")
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk",
+                   profile_path=tmp_path / "p.toml" if modelled else None)
+    front = nvme_front(cfg.cmdline())
+    assert front.count(",dbcs=") == 1 and f",dbcs={dbcs}" in front, front
+    args = [a.get("value") for a in ET.fromstring(domain_xml(cfg, "blklab-x"))
+            .iter(f"{{{QEMU_NS}}}arg")]
+    assert nvme_front(args) == front
+
+
+@pytest.mark.parametrize("kind", ["ide-hd", "ahci-hd", "virtio-blk"])
+def test_other_front_ends_have_no_doorbell_buffer_property(tmp_path, kind):
+    d = load(tmp_path, f'kind = "{kind}"\nprofile = "zero-latency"\n').devices[0]
+    cfg = VMConfig(qemu=Path("q"), kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk", profile_path=tmp_path / "p.toml")
+    assert "dbcs" not in dict((n, v) for n, _, v in cfg.device_properties())
+    assert not d.shadow_doorbells
+
+
 def test_virtio_blk_queues_and_model(tmp_path):
     d = load(tmp_path, 'kind = "virtio-blk"\nprofile = "aws-gp3-100g"\n'
              'num_queues = 2\nqueue_depth = 32\n').devices[0]
@@ -113,6 +157,12 @@ def test_profile_that_does_not_load_names_its_file_and_key(tmp_path):
     ('kind = "nvme"\nseed = 3\n', "seed", "seeds the device model and needs a profile"),
     ('kind = "ide-hd"\nmqes = 63\n', "mqes", "applies to nvme devices only"),
     ('kind = "nvme"\nmqes = 0\n', "mqes", "must be between 1 and 65535, got 0"),
+    ('kind = "ahci-hd"\nshadow_doorbells = true\n', "shadow_doorbells",
+     "applies to nvme devices only"),
+    ('kind = "nvme"\nshadow_doorbells = "yes"\n', "shadow_doorbells",
+     "must be a boolean, not a string"),
+    ('kind = "nvme"\nshadow_doorbells = 1\n', "shadow_doorbells",
+     "must be a boolean, not an integer"),
     ('kind = "ide-hd"\nncq_depth = 4\n', "ncq_depth", "applies to ahci-hd devices only"),
     ('kind = "ahci-hd"\nncq_depth = 33\n', "ncq_depth", "must be between 1 and 32, got 33"),
     ('kind = "virtio-blk"\nnum_queues = 0\n', "num_queues", "must be between 1 and 1024, got 0"),
