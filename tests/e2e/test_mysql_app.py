@@ -1,8 +1,8 @@
 """scenarios/cloud-mysql-incident-app.toml in `make test`: one of its cells
 (the gp3 volume on NVMe under none, seed 1, its short form's 2 s of
 sysbench), checked against the scenario's own expectations that one cell
-decides (those without a right side: the insert rate, the flushes and
-writes per insert, the p99), so the bounds are the file's, derived before
+decides (those without a right side on the NVMe volume: the insert rate,
+the flushes and writes per insert, the p99), so the bounds are the file's, derived before
 they were measured (scenarios/cloud-mysql-incident-app.md). The whole short
 form, the schedulers' and the drivers' comparisons, is one of
 test_scenarios.py's LONG_SHORT_FORMS. The host time of the run is printed
@@ -31,8 +31,10 @@ def one_cell_scenario() -> str:
     text = SCENARIO.read_text()
     head, rest = text.split("\n[short]\n", 1)
     blocks = rest.split("\n[[expect]]\n")[1:]
-    kept = [b for b in blocks if "\nright = " not in "\n" + b]
-    one_sided = [e for e in tomllib.loads(text)["expect"] if "right" not in e]
+    kept = [b for b in blocks if "\nright = " not in "\n" + b
+            and 'device = "gp3-vda"' not in b]
+    one_sided = [e for e in tomllib.loads(text)["expect"]
+                 if "right" not in e and e.get("device", "gp3") == "gp3"]
     assert len(kept) == len(one_sided) == 4, (len(kept), len(one_sided))
     return head + SHORT + "".join("\n[[expect]]\n" + b for b in kept)
 
@@ -59,4 +61,5 @@ def test_one_cell_meets_the_scenario_s_own_bounds(apps_built, tmp_path):
     proc = run_blklab("check", str(out))
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 hold" in proc.stdout, proc.stdout
+    # The writes per insert are a known failure (the file says why).
+    assert "3 hold, 0 fail, 1 known failures" in proc.stdout, proc.stdout

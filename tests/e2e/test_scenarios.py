@@ -36,7 +36,7 @@ RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # 73 min 38 s with them. scenarios/README.md, "The short form".
 # cloud-mysql-incident-app (MariaDB and sysbench, 12 cells; make test runs
 # one of them in test_mysql_app.py against the file's own bounds) was
-# measured alone: see scenarios/cloud-mysql-incident-app.md, "Cost".
+# measured alone: 867 host seconds (scenarios/cloud-mysql-incident-app.md, "Cost").
 LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
                     "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
                     "cloud-mysql-incident-fio", "cloud-mysql-incident-flusher",
