@@ -200,7 +200,7 @@ test-sanitize-qemu: qemu-asan image
 # (results/test-full/<date>/summary.md). Not part of `make test`: hours of
 # VM time on a 2-core machine. TEST_FULL_ARGS: scenario names, --jobs N,
 # --resume --out results/test-full/<date> (go on with a run cut short).
-test-full: qemu images
+test-full: qemu images apps
 	$(PYTHON) tests/full/run-full.py $(TEST_FULL_ARGS)
 
 # The second supported host: a Debian 13 root, made by debootstrap from this
@@ -224,7 +224,7 @@ test-e2e:
 # long ones make test leaves out (tests/e2e/test_scenarios.py,
 # LONG_SHORT_FORMS) included: 45 min on the idle 2-core machine
 # (scenarios/README.md, "The short form").
-test-short-forms: qemu images
+test-short-forms: qemu images apps
 	$(PYTHON) -m pytest -q --durations=25 -n $(E2E_WORKERS) --dist loadgroup \
 	    tests/e2e/test_scenarios.py
 

@@ -491,6 +491,43 @@ def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
     }
 
 
+# What an [[expect]] may read of an application job's results (its entry
+# in workload.apps): name -> what it is. Latencies in ns, as the block
+# layer's metrics; per transaction: the device's completed requests of the
+# job's measured run (its disk_stats) over the transactions it committed.
+APP_METRICS = {
+    "app_tps": "transactions per second, as the benchmark reports them",
+    "app_latency_mean_ns": "the benchmark's mean transaction latency",
+    "app_latency_p95_ns": "the 95th percentile of the transaction latency",
+    "app_latency_p99_ns": "the 99th percentile of the transaction latency",
+    "app_writes_per_transaction": "write requests completed in the measured run per transaction",
+    "app_flushes_per_transaction": "flush requests completed in the measured run per transaction",
+}
+
+
+def metric(entry: dict[str, Any], name: str) -> float | None:
+    """APP_METRICS[name] of one job's results, or None when the job has
+    no such figure (an error, no transactions, no disk stats)."""
+    if "error" in entry:
+        return None
+    lat = entry.get("latency_ms") or {}
+    ms = None
+    if name == "app_tps":
+        return float(entry["tps"]) if entry.get("tps") is not None else None
+    if name == "app_latency_mean_ns":
+        ms = lat.get("avg")
+    elif name in ("app_latency_p95_ns", "app_latency_p99_ns"):
+        ms = (lat.get("percentiles") or {}).get(name[len("app_latency_p"):-len("_ns")])
+    elif name in ("app_writes_per_transaction", "app_flushes_per_transaction"):
+        delta = (entry.get("disk_stats") or {}).get("delta") or {}
+        key = "write_ios" if name == "app_writes_per_transaction" else "flush_ios"
+        n = entry.get("transactions")
+        return float(delta[key]) / n if n and delta.get(key) is not None else None
+    else:
+        raise KeyError(name)
+    return float(ms) * 1e6 if ms is not None else None
+
+
 def _pct_key(p: float) -> str:
     return f"{p:g}"
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from blklab.appjobs import APP_METRICS
+from blklab.appjobs import metric as app_metric
 from blklab.scenario import Expectation, Scenario, Selector
 from blklab.stats import group_id
 
@@ -124,16 +126,15 @@ def _per_seed(cells: list[dict[str, Any]], device: str, sel: Selector, exp: Expe
             failed += 1
             continue
         seed = c["request"].get("seed")
-        for s in c["summary"]:
-            if s["direction"] != exp.direction or (sel.job and s["job"] != sel.job):
+        for job, value in _values(c, exp):
+            if value is None or (sel.job and job != sel.job):
                 continue
-            if s.get(exp.metric) is None:
-                continue
-            groups.setdefault(f"{group_id(c['cell_id'])}/{s['job']}", {}).setdefault(
-                seed, []).append(float(s[exp.metric]))
+            groups.setdefault(f"{group_id(c['cell_id'])}/{job}", {}).setdefault(
+                seed, []).append(value)
     if not groups:
         why = f"{failed} failed cell(s)" if failed else "no cells"
-        return None, f"{_describe(sel)} has no {exp.direction} {exp.metric} ({why})"
+        what = exp.metric if exp.metric in APP_METRICS else f"{exp.direction} {exp.metric}"
+        return None, f"{_describe(sel)} has no {what} ({why})"
     if len(groups) > 1:
         return None, (f"{_describe(sel)} matches {len(groups)} groups "
                       f"({', '.join(sorted(groups))}); name a job or tunables")
@@ -143,6 +144,17 @@ def _per_seed(cells: list[dict[str, Any]], device: str, sel: Selector, exp: Expe
                       "on every seed")
     return {seed: float(np.median(v)) for seed, v in sorted(
         by_seed.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}, ""
+
+
+def _values(cell: dict[str, Any], exp: Expectation) -> list[tuple[str, float | None]]:
+    """(job, value of the metric) in one cell: each summary row of the
+    expectation's direction, or each application job (workload.apps) for
+    an application's metric."""
+    if exp.metric in APP_METRICS:
+        return [(a["name"], app_metric(a, exp.metric))
+                for a in (cell.get("workload") or {}).get("apps", [])]
+    return [(s["job"], float(s[exp.metric]) if s.get(exp.metric) is not None else None)
+            for s in cell["summary"] if s["direction"] == exp.direction]
 
 
 def _describe(sel: Selector) -> str:

@@ -876,7 +876,9 @@ def _check_fio_options(path: str, jobs: list[Job]) -> None:
                                     "workload = \"blkgen\"")
 
 
-EXPECT_METRICS = SUMMARY_METRICS
+# The block layer's figures of each job (results.SUMMARY_METRICS) and an
+# application job's own (appjobs.APP_METRICS: workload = "command" with app jobs).
+EXPECT_METRICS = SUMMARY_METRICS + tuple(appjobs.APP_METRICS)
 QUORUMS = ("all", "median")
 SHORT_KEY_GONE = ("is no longer a key: an expectation left out of the short form says why, "
                   "with full_only = true (it needs the full form's virtual time) or "
@@ -921,7 +923,10 @@ def _parse_selector(r: _Reader, name: str, jobs: list[Job], schedulers: list[str
 
 
 def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
-                        jobs: list[Job], schedulers: list[str]) -> list[Expectation]:
+                        jobs: list[Job], schedulers: list[str],
+                        app_jobs: tuple = ()) -> list[Expectation]:
+    """[[expect]]; an application's metric (appjobs.APP_METRICS) reads the
+    app jobs' results, and its sides name those jobs."""
     tables = data.get("expect", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise ScenarioError(path, "expect", "must be an array of tables ([[expect]])")
@@ -930,13 +935,22 @@ def _parse_expectations(path: str, data: dict[str, Any], devices: list[Device],
         r = _Reader(path, table, f"expect[{i}]")
         what = r.get("what", str, required=True)
         metric = r.choice("metric", EXPECT_METRICS, required=True)
+        named = jobs
+        if metric in appjobs.APP_METRICS:
+            if not app_jobs:
+                raise r.error("metric", f"'{metric}' is an application job's figure, and "
+                              "no [[job]] has an app (workload = \"command\")")
+            if "direction" in table:
+                raise r.error("direction", f"'{metric}' is an application job's figure, "
+                              "which has no direction")
+            named = [Job(a.name, ()) for a in app_jobs]
         direction = r.choice("direction", DIRECTIONS, "read")
         device = r.get("device", str)
         if device is not None and device not in [d.name for d in devices]:
             raise r.error("device", f"no [[device]] is named '{device}' "
                           f"(devices: {', '.join(d.name for d in devices)})")
-        left = _parse_selector(r, "left", jobs, schedulers, devices, device)
-        right = (_parse_selector(r, "right", jobs, schedulers, devices, device)
+        left = _parse_selector(r, "left", named, schedulers, devices, device)
+        right = (_parse_selector(r, "right", named, schedulers, devices, device)
                  if "right" in table else None)
         op = r.choice("op", EXPECT_OPS)
         factor = r.get("factor", (int, float), 1.0)
@@ -1401,7 +1415,7 @@ def _parse(shown: str, p: Path, blob: bytes, data: dict[str, Any], check_profile
         _check_fio_options(shown, jobs)
     elif check_profiles and workload == "blkgen":
         _check_blkgen_options(shown, jobs)
-    expectations = _parse_expectations(shown, data, devices, jobs, schedulers)
+    expectations = _parse_expectations(shown, data, devices, jobs, schedulers, app_jobs)
     if mode_override is not None:
         mode, why = mode_override, "--mode deterministic"
     else:

@@ -265,3 +265,101 @@ def test_a_job_whose_report_does_not_parse_fails_the_cell(tmp_path):
         "job 'tpcb' (pgbench): pgbench counted transactions and its transaction log has none")
     result.workload["apps"] = result.workload["apps"][:1]
     assert cell_mod._failure(c, result, data, None, "") is None
+
+
+def _fixture_results(tmp_path):
+    s = _load(tmp_path, SCENARIO + SYSBENCH)
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    (r,) = appjobs.results(s.app_jobs, files)
+    return r
+
+
+def test_an_app_job_s_metrics(tmp_path):
+    r = _fixture_results(tmp_path)
+    d = r["disk_stats"]["delta"]
+    assert appjobs.metric(r, "app_tps") == r["tps"]
+    assert appjobs.metric(r, "app_latency_mean_ns") == r["latency_ms"]["avg"] * 1e6
+    assert appjobs.metric(r, "app_latency_p99_ns") == r["latency_ms"]["percentiles"]["99"] * 1e6
+    assert appjobs.metric(r, "app_latency_p95_ns") == r["latency_ms"]["percentiles"]["95"] * 1e6
+    assert appjobs.metric(r, "app_flushes_per_transaction") == \
+        d["flush_ios"] / r["transactions"]
+    assert appjobs.metric(r, "app_writes_per_transaction") == \
+        d["write_ios"] / r["transactions"]
+    # A job that failed has no figures.
+    assert appjobs.metric({**r, "error": "x"}, "app_tps") is None
+    no_stats = {k: v for k, v in r.items() if k != "disk_stats"}
+    assert appjobs.metric(no_stats, "app_flushes_per_transaction") is None
+
+
+APP_EXPECT = """
+[[expect]]
+what = "tps in bounds"
+metric = "app_tps"
+left = {{scheduler = "none", job = "insert"}}
+above = {above}
+below = {below}
+"""
+
+
+def _app_cell(r, seed):
+    return {"cell_id": f"d0.none.seed={seed}.r0", "status": "ok",
+            "request": {"device": {"name": "d0"}, "scheduler": "none", "tunables": {},
+                        "seed": seed},
+            "summary": [], "workload": {"command": "x", "apps": [r]}}
+
+
+@pytest.mark.parametrize("margin, status", [(1.0, "PASS"), (-1.0, "FAIL")])
+def test_an_expectation_reads_an_app_job_s_metric(tmp_path, margin, status):
+    from blklab import expectations
+
+    r = _fixture_results(tmp_path)
+    tps = r["tps"]
+    text = SCENARIO + SYSBENCH + APP_EXPECT.format(above=tps - margin, below=tps + margin)
+    (o,) = expectations.evaluate(_load(tmp_path, text), [_app_cell(r, 1), _app_cell(r, 2)])
+    assert o.status == status and o.left == tps
+    assert [s.value for s in o.seeds] == [tps, tps]
+
+
+def test_an_app_metric_of_a_failed_job_is_an_error(tmp_path):
+    from blklab import expectations
+
+    r = {**_fixture_results(tmp_path), "error": "no 'transactions:' line"}
+    text = SCENARIO + SYSBENCH + APP_EXPECT.format(above=0, below=1e9)
+    (o,) = expectations.evaluate(_load(tmp_path, text), [_app_cell(r, 1)])
+    assert o.status == "ERROR" and "has no app_tps" in o.detail
+
+
+@pytest.mark.parametrize("body, key, message", [
+    ('metric = "app_tps"\ndirection = "read"\nleft = {job = "insert"}\nbelow = 1',
+     "expect[0].direction", "which has no direction"),
+    ('metric = "app_tps"\nleft = {job = "apps"}\nbelow = 1', "expect[0].left.job",
+     "no [[job]] is named 'apps'"),
+    ('metric = "iops"\nleft = {job = "insert"}\nbelow = 1', "expect[0].left.job",
+     "no [[job]] is named 'insert'"),
+])
+def test_bad_app_expectations(tmp_path, body, key, message):
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, SCENARIO + SYSBENCH + '[[expect]]\nwhat = "x"\n' + body + "\n")
+    assert e.value.key == key and message in e.value.message
+
+
+def test_an_app_metric_needs_an_app_job(tmp_path):
+    text = """
+[scenario]
+schedulers = ["none"]
+[[device]]
+name = "d0"
+kind = "nvme"
+profile = "zero-latency"
+[[job]]
+name = "r"
+rw = "randread"
+[[expect]]
+what = "x"
+metric = "app_tps"
+left = {}
+below = 1
+"""
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, text)
+    assert e.value.key == "expect[0].metric" and "no [[job]] has an app" in e.value.message

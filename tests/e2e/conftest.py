@@ -38,6 +38,7 @@ SHARED_GROUPS = {"test_report.py": "test_spine.py"}  # four_schedulers
 LONGEST_FIRST = [  # by the two-worker run's --durations (and cells added since)
     "test_apps.py",  # two 400 s application cells and three short ones
     "test_app_jobs.py",  # one application cell: sysbench and pgbench
+    "test_mysql_app.py",  # one application cell: sysbench on the gp3 volume
     "test_vcpu_clocks.py", "test_determinism.py", "test_spine.py", "test_backends.py",
     "test_snapshot.py",
     "hdd-sorting-nr-requests", "ssd-gc-tail", "read-vs-background-writes",
