@@ -86,7 +86,7 @@ void Ftl::CloseBlock(std::uint32_t block) {
 
 void Ftl::Invalidate(std::uint32_t ppn) {
   const std::uint32_t b = per_block_.Div(ppn);
-  blocks_[b].p2l[ppn - b * g_.slots_per_block] = kUnmapped;
+  P2l(b)[ppn - b * g_.slots_per_block] = kUnmapped;
   InvalidateInBlock(b);
 }
 
@@ -123,17 +123,21 @@ void Ftl::Write(std::uint64_t lpn) {
   Place(lpn);
 }
 
+bool Ftl::FrontierHasHostBlock() {
+  for (std::uint32_t tries = 0;; ++tries) {
+    if (dies_[frontier_die_].host_block != kNoBlock || OpenHostBlock(frontier_die_)) return true;
+    if (tries + 1 >= g_.dies) return false;
+    frontier_die_ = (frontier_die_ + 1) % g_.dies;
+  }
+}
+
 void Ftl::Place(std::uint64_t lpn) {
   ++counters_.host_slots_written;
-  for (std::uint32_t tries = 0;; ++tries) {
-    if (dies_[frontier_die_].host_block != kNoBlock || OpenHostBlock(frontier_die_)) break;
-    if (tries + 1 >= g_.dies) {
-      ++counters_.dropped_writes;  // unreachable with validated geometry
-      if (!counts_only_) l2p_.Set(lpn, kUnmapped);
-      --mapped_slots_;
-      return;
-    }
-    frontier_die_ = (frontier_die_ + 1) % g_.dies;
+  if (!FrontierHasHostBlock()) {
+    ++counters_.dropped_writes;  // unreachable with validated geometry
+    if (!counts_only_) l2p_.Set(lpn, kUnmapped);
+    --mapped_slots_;
+    return;
   }
   const std::uint32_t die = frontier_die_;
   Die& d = dies_[die];
@@ -163,7 +167,9 @@ void Ftl::WriteMany(const std::uint64_t* lpns, std::size_t count) {
       if (ppn != kUnmapped) {
         const std::uint32_t b = per_block_.Div(ppn);
         const std::uint32_t* p2l = blocks_[b].p2l;
-        if (p2l != nullptr) __builtin_prefetch(p2l + (ppn - b * g_.slots_per_block), 1);
+        if (p2l != nullptr && (implicit_p2l_.empty() || !implicit_p2l_[b])) {
+          __builtin_prefetch(p2l + (ppn - b * g_.slots_per_block), 1);
+        }
       }
     }
     Write(lpns[i]);
@@ -231,6 +237,90 @@ void Ftl::BuildSteadyState(std::uint64_t overwrites, Rng& rng) {
   counts_only_ = false;
   mapped_slots_ = g_.exported_slots;
   AssignUnits(rng);
+}
+
+Ftl::FullFill::FullFill(const FtlGeometry& g)
+    : g_(g),
+      per_program_(g.slots_per_program),
+      per_die_slots_(g.blocks_per_die * g.slots_per_block),
+      dies_(g.dies) {}
+
+std::uint32_t Ftl::FullFill::At(std::uint64_t lpn) const {
+  const auto unit = static_cast<std::uint32_t>(lpn);
+  const std::uint32_t program = per_program_.Div(unit);
+  const std::uint32_t die = dies_.Mod(program);
+  // The unit's slot among its die's, counted from the die's first block.
+  const std::uint32_t in_die =
+      dies_.Div(program) * g_.slots_per_program + (unit - program * g_.slots_per_program);
+  return die * g_.blocks_per_die * g_.slots_per_block + in_die;
+}
+
+std::uint32_t Ftl::FullFill::LpnAt(std::uint32_t ppn) const {
+  const std::uint32_t die = per_die_slots_.Div(ppn);
+  const std::uint32_t in_die = ppn - die * g_.blocks_per_die * g_.slots_per_block;
+  const std::uint32_t program = per_program_.Div(in_die);
+  const std::uint64_t lpn = (std::uint64_t{program} * g_.dies + die) * g_.slots_per_program +
+                            (in_die - program * g_.slots_per_program);
+  return lpn < g_.exported_slots ? static_cast<std::uint32_t>(lpn) : kUnmapped;
+}
+
+bool Ftl::FullFillFits() const {
+  // Program units wrap onto whole blocks, and each die opens fewer blocks
+  // than it has (OpenHostBlock refuses a die's last free block, which would
+  // move the frontier to another die out of turn).
+  if (g_.slots_per_block % g_.slots_per_program != 0) return false;
+  const std::uint64_t programs =
+      (g_.exported_slots + g_.slots_per_program - 1) / g_.slots_per_program;
+  const std::uint64_t per_die = (programs + g_.dies - 1) / g_.dies;
+  const std::uint64_t blocks =
+      (per_die * g_.slots_per_program + g_.slots_per_block - 1) / g_.slots_per_block;
+  return blocks < g_.blocks_per_die;
+}
+
+void Ftl::PlaceProgramUnitCounts() {
+  // Place() slots_per_program times in counts-only mode, at once: a unit
+  // never straddles blocks (FullFillFits), so one host block takes it all.
+  if (!FrontierHasHostBlock()) {  // unreachable where FullFillFits
+    for (std::uint32_t i = 0; i < g_.slots_per_program; ++i) Place(0);
+    return;
+  }
+  Die& d = dies_[frontier_die_];
+  counters_.host_slots_written += g_.slots_per_program;
+  d.host_ptr += g_.slots_per_program;
+  blocks_[d.host_block].key += std::uint64_t{g_.slots_per_program} * kValidOne;
+  pending_host_ += g_.slots_per_program;
+  DispatchHostProgram(frontier_die_);
+}
+
+void Ftl::PreconditionFull() {
+  const std::uint64_t n = g_.exported_slots;
+  if (listener_ != nullptr || !FullFillFits()) {
+    for (std::uint64_t lpn = 0; lpn < n; ++lpn) Write(lpn);
+    return;
+  }
+  counts_only_ = true;
+  const std::uint64_t whole = n / g_.slots_per_program * g_.slots_per_program;
+  for (std::uint64_t lpn = 0; lpn < whole; lpn += g_.slots_per_program) PlaceProgramUnitCounts();
+  for (std::uint64_t lpn = whole; lpn < n; ++lpn) Place(lpn);
+  counts_only_ = false;
+  mapped_slots_ = n;
+  full_fill_ = std::make_unique<FullFill>(g_);
+  l2p_.SetAllImplicit(full_fill_.get());
+  implicit_p2l_.assign(blocks_.size(), false);
+  for (std::uint32_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].p2l != nullptr) implicit_p2l_[b] = true;
+  }
+  // The open host blocks are written slot by slot from here on: out now.
+  for (const Die& d : dies_) {
+    if (d.host_block != kNoBlock) MaterializeP2l(d.host_block);
+  }
+}
+
+void Ftl::MaterializeP2l(std::uint32_t block) {
+  std::uint32_t* p2l = blocks_[block].p2l;
+  const std::uint32_t base = block * g_.slots_per_block;
+  for (std::uint32_t s = 0; s < g_.slots_per_block; ++s) p2l[s] = full_fill_->LpnAt(base + s);
+  implicit_p2l_[block] = false;
 }
 
 void Ftl::AssignUnits(Rng& rng) {
@@ -322,7 +412,7 @@ void Ftl::DispatchHostProgram(std::uint32_t die) {
 void Ftl::FlushPending() {
   if (pending_host_ == 0) return;
   Die& d = dies_[frontier_die_];
-  std::uint32_t* p2l = blocks_[d.host_block].p2l;
+  std::uint32_t* p2l = P2l(d.host_block);
   while (per_program_.Mod(d.host_ptr) != 0) {
     p2l[d.host_ptr++] = kUnmapped;
     ++counters_.padding_slots;
@@ -437,6 +527,7 @@ bool Ftl::CollectStep(std::uint32_t die, std::uint32_t max_moves) {
     d.victim_last_page = kNoBlock;
   }
   const std::uint32_t victim = d.victim;
+  P2l(victim);
   Block& vblk = blocks_[victim];
   if (counts_only_) {  // unit positions are not tracked: move counts only
     std::uint32_t moved = 0;
@@ -495,7 +586,9 @@ bool Ftl::CheckConsistency(std::string* error) const {
     if (b >= blocks_.size() || blocks_[b].p2l == nullptr) {
       return fail("lpn " + std::to_string(lpn) + " maps into free block " + std::to_string(b));
     }
-    if (blocks_[b].p2l[ppn - b * g_.slots_per_block] != lpn) {
+    const std::uint32_t slot = ppn - b * g_.slots_per_block;
+    const bool implicit = !implicit_p2l_.empty() && implicit_p2l_[b];
+    if ((implicit ? full_fill_->LpnAt(ppn) : blocks_[b].p2l[slot]) != lpn) {
       return fail("lpn " + std::to_string(lpn) + ": P2L of ppn " + std::to_string(ppn) +
                   " names another unit");
     }

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,18 @@ class Ftl {
   // unit): the sparse stage would only be converted region by region.
   void ReserveFullMap() { l2p_.MakeAllDense(); }
 
+  // The state of Write(0), Write(1), ... Write(exported_slots - 1) on a fresh
+  // FTL, built without touching the mapping tables: with no listener each
+  // program unit goes to the next die in turn and a die fills its blocks in
+  // order, so a unit's place follows from its number (FullFill). The block
+  // metadata, counters and dies are built a program unit at a time as the
+  // writes would leave them; the L2P map and the closed blocks' P2L arrays
+  // stay implicit until first changed (a read of a filled drive changes
+  // neither). Where a die could not take its share (no such validated
+  // geometry) the units are written one by one instead.
+  // REQUIRES: nothing written yet; no listener.
+  void PreconditionFull();
+
   // Builds, on a fresh FTL, the state of "every unit written once in order,
   // then `overwrites` uniformly random overwrites" without replaying each
   // overwrite over the mapping tables. Exact in distribution: per-block valid
@@ -168,6 +181,21 @@ class Ftl {
     std::uint32_t victim = kNoBlock, victim_cursor = 0, victim_last_page = kNoBlock;
   };
 
+  // Where PreconditionFull's order puts each unit: program unit u (of
+  // slots_per_program units) on die u % dies, as that die's (u / dies)-th
+  // program unit from its first block on.
+  class FullFill final : public ImplicitEntries {
+   public:
+    explicit FullFill(const FtlGeometry& g);
+    std::uint32_t At(std::uint64_t lpn) const override;  // the unit's ppn
+    // The unit in `ppn`; kUnmapped for a slot the fill left empty or padded.
+    std::uint32_t LpnAt(std::uint32_t ppn) const;
+
+   private:
+    FtlGeometry g_;
+    FastDivU32 per_program_, per_die_slots_, dies_;
+  };
+
   static std::uint32_t Valid(std::uint64_t key) {
     return static_cast<std::uint32_t>(key >> 40) & kMaxSlotsPerBlock;
   }
@@ -185,6 +213,15 @@ class Ftl {
   std::uint32_t SampleBlockByValid(Rng& rng) const;
   void AssignUnits(Rng& rng);
   void Place(std::uint64_t lpn);
+  bool FrontierHasHostBlock();  // opens one on the frontier die or the next
+  void PlaceProgramUnitCounts();
+  bool FullFillFits() const;
+  // The block's P2L array, written out first if it is still implicit.
+  std::uint32_t* P2l(std::uint32_t block) {
+    if (!implicit_p2l_.empty() && implicit_p2l_[block]) MaterializeP2l(block);
+    return blocks_[block].p2l;
+  }
+  void MaterializeP2l(std::uint32_t block);
   bool OpenHostBlock(std::uint32_t die);
   void DispatchHostProgram(std::uint32_t die);
   inline bool GcPlace(std::uint32_t die, std::uint32_t lpn);
@@ -204,11 +241,13 @@ class Ftl {
   std::vector<Block> blocks_;
   std::vector<std::uint64_t> group_min_;  // min block key per group, per die
   std::vector<Die> dies_;
-  std::uint64_t clock_ = 0;         // recency stamps handed out
-  std::uint32_t frontier_die_ = 0;  // die receiving host writes
-  std::uint32_t pending_host_ = 0;  // host units in the open program unit
-  bool counts_only_ = false;        // BuildSteadyState: no L2P/P2L updates
-  std::uint64_t mapped_slots_ = 0;  // see mapped_slots()
+  std::uint64_t clock_ = 0;              // recency stamps handed out
+  std::uint32_t frontier_die_ = 0;       // die receiving host writes
+  std::uint32_t pending_host_ = 0;       // host units in the open program unit
+  bool counts_only_ = false;             // BuildSteadyState: no L2P/P2L updates
+  std::unique_ptr<FullFill> full_fill_;  // PreconditionFull's implicit entries
+  std::vector<bool> implicit_p2l_;       // per block: P2L still full_fill_'s
+  std::uint64_t mapped_slots_ = 0;       // see mapped_slots()
   FtlCounters counters_;
 };
 

@@ -1,5 +1,6 @@
 #include "sparse_map.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace devmodel::internal {
@@ -19,7 +20,7 @@ SparseMap::SparseMap(std::uint64_t size)
 
 SparseMap::~SparseMap() {
   for (std::uintptr_t e : regions_) {
-    if ((e & kSparseTag) != 0) FreeTable(reinterpret_cast<std::uint64_t*>(e & ~kSparseTag));
+    if ((e & kTagMask) == kSparseTag) FreeTable(reinterpret_cast<std::uint64_t*>(e & ~kSparseTag));
   }
 }
 
@@ -53,7 +54,14 @@ std::uint32_t* SparseMap::MakeDense(std::uint64_t region) {
   auto* leaf = static_cast<std::uint32_t*>(dense_pool_.Allocate());
   std::memset(leaf, 0xFF, kRegionSize * sizeof(std::uint32_t));
   const std::uintptr_t e = regions_[region];
-  if ((e & kSparseTag) != 0) {
+  if (e == kImplicitTag) {
+    const std::uint64_t first = region << kRegionShift;
+    const std::uint64_t count = std::min(kRegionSize, size_ - first);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      leaf[i] = implicit_->At(first + i);
+    }
+    --implicit_regions_;
+  } else if ((e & kSparseTag) != 0) {
     auto* table = reinterpret_cast<std::uint64_t*>(e & ~kSparseTag);
     const std::uint64_t slots = std::uint64_t{1} << Log2Slots(table);
     for (std::uint64_t s = 0; s < slots; ++s) {
@@ -71,14 +79,24 @@ std::uint32_t* SparseMap::MakeDense(std::uint64_t region) {
 void SparseMap::MakeAllDense() {
   for (std::uint64_t r = 0; r < regions_.size(); ++r) {
     const std::uintptr_t e = regions_[r];
-    if (e == 0 || (e & kSparseTag) != 0) MakeDense(r);
+    if (e == 0 || (e & kTagMask) != 0) MakeDense(r);
   }
+}
+
+void SparseMap::SetAllImplicit(const ImplicitEntries* entries) {
+  implicit_ = entries;
+  for (std::uintptr_t& e : regions_) e = kImplicitTag;
+  implicit_regions_ = regions_.size();
 }
 
 void SparseMap::SetSlow(std::uint64_t index, std::uint32_t value) {
   const std::uint64_t region = index >> kRegionShift;
   const auto offset = static_cast<std::uint32_t>(index & kOffsetMask);
   std::uintptr_t e = regions_[region];
+  if (e == kImplicitTag) {
+    MakeDense(region)[offset] = value;
+    return;
+  }
   if (e == 0) {
     if (value == kUnmapped) return;
     e = reinterpret_cast<std::uintptr_t>(NewTable(kMinLog2Slots)) | kSparseTag;

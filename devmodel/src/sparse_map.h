@@ -6,6 +6,9 @@
 // more than 512 entries, so memory is at most ~32 bytes per mapped entry plus
 // 8 bytes per region of capacity, whether writes are sequential or scattered.
 // A dense lookup is one load from the region table and one from the array.
+// A map can also start implicit (SetAllImplicit): every entry given by a
+// function until its region is first written, when the region turns dense;
+// a drive filled in order needs no table until it is overwritten.
 // Thread-safety: none; owned by one Ftl.
 #ifndef DEVMODEL_SRC_SPARSE_MAP_H_
 #define DEVMODEL_SRC_SPARSE_MAP_H_
@@ -16,6 +19,14 @@
 #include "item_pool.h"
 
 namespace devmodel::internal {
+
+// The entries of an implicit map's regions until they are written.
+class ImplicitEntries {
+ public:
+  virtual ~ImplicitEntries() = default;
+  // REQUIRES: index < the map's size.
+  virtual std::uint32_t At(std::uint64_t index) const = 0;
+};
 
 class SparseMap {
  public:
@@ -32,17 +43,17 @@ class SparseMap {
   // REQUIRES: index < size().
   std::uint32_t Get(std::uint64_t index) const {
     const std::uintptr_t e = regions_[index >> kRegionShift];
-    if ((e & kSparseTag) == 0) {
+    if ((e & kTagMask) == 0) {
       return e == 0 ? kUnmapped
                     : reinterpret_cast<const std::uint32_t*>(e)[index & (kRegionSize - 1)];
     }
-    return GetSparse(e, index);
+    return e == kImplicitTag ? implicit_->At(index) : GetSparse(e, index);
   }
 
   // REQUIRES: index < size(). Setting kUnmapped removes the entry.
   void Set(std::uint64_t index, std::uint32_t value) {
     const std::uintptr_t e = regions_[index >> kRegionShift];
-    if (e != 0 && (e & kSparseTag) == 0) {
+    if (e != 0 && (e & kTagMask) == 0) {
       reinterpret_cast<std::uint32_t*>(e)[index & (kRegionSize - 1)] = value;
       return;
     }
@@ -52,7 +63,7 @@ class SparseMap {
   // Hints the cache that `index` is about to be read or written (dense only).
   void Prefetch(std::uint64_t index) const {
     const std::uintptr_t e = regions_[index >> kRegionShift];
-    if (e != 0 && (e & kSparseTag) == 0) {
+    if (e != 0 && (e & kTagMask) == 0) {
       __builtin_prefetch(reinterpret_cast<const std::uint32_t*>(e) + (index & (kRegionSize - 1)),
                          1);
     }
@@ -62,16 +73,25 @@ class SparseMap {
   // the entries already mapped.
   void MakeAllDense();
 
+  // Makes every region implicit: Get(i) returns entries->At(i) until i's
+  // region is first Set, which stores the region's entries densely.
+  // REQUIRES: nothing stored yet; `entries` outlives the map.
+  void SetAllImplicit(const ImplicitEntries* entries);
+
   std::uint64_t size() const { return size_; }
   std::uint64_t dense_regions() const { return dense_regions_; }
   std::uint64_t sparse_regions() const { return sparse_regions_; }
+  std::uint64_t implicit_regions() const { return implicit_regions_; }
   std::uint64_t MemoryBytes() const;
 
  private:
-  // A region entry is 0 (empty), a dense array pointer, or a sparse table
-  // pointer with this bit set. Sparse table: word 0 = count | log2(slots) << 32,
-  // then `slots` words of offset << 32 | value, kEmptySlot when free.
+  // A region entry is 0 (empty), a dense array pointer, a sparse table
+  // pointer with kSparseTag set, or kImplicitTag. Sparse table: word 0 =
+  // count | log2(slots) << 32, then `slots` words of offset << 32 | value,
+  // kEmptySlot when free.
   static constexpr std::uintptr_t kSparseTag = 1;
+  static constexpr std::uintptr_t kImplicitTag = 2;
+  static constexpr std::uintptr_t kTagMask = 3;
   static constexpr std::uint64_t kEmptySlot = ~std::uint64_t{0};
   static constexpr int kMinLog2Slots = 2;
 
@@ -89,7 +109,9 @@ class SparseMap {
   ItemPool dense_pool_;
   std::uint64_t dense_regions_ = 0;
   std::uint64_t sparse_regions_ = 0;
+  std::uint64_t implicit_regions_ = 0;
   std::uint64_t sparse_bytes_ = 0;
+  const ImplicitEntries* implicit_ = nullptr;
 };
 
 }  // namespace devmodel::internal

@@ -242,8 +242,7 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
     case Precondition::kNone:
       break;
     case Precondition::kFull:
-      ftl_.ReserveFullMap();
-      for (std::uint64_t lpn = 0; lpn < n; ++lpn) ftl_.Write(lpn);
+      ftl_.PreconditionFull();
       break;
     case Precondition::kSteady:
       ftl_.BuildSteadyState(overwrites, rng);
