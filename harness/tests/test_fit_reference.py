@@ -40,7 +40,7 @@ OUTSIDE = {
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     out = tmp_path_factory.mktemp("fit") / "fitted.toml"
-    res = fit.fit(REFERENCE, start="samsung-980pro-1t", ramp="360s")
+    res = fit.fit(REFERENCE, start="samsung-980pro-1t")  # its JSON records ramp_time=360s
     out.write_text(res.text)
     return res, out
 
