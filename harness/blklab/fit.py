@@ -77,21 +77,104 @@ class FitError(BlklabError):
 # -- the drive's results ------------------------------------------------------
 
 
+WHOLE = (0.0, 1.0)  # a span: (offset, size) as fractions of the device
+
+
 @dataclass(frozen=True)
 class DriveJob:
     name: str
     path: Path
     figures: dict[str, compare_fio.Figures]  # per direction with I/O
     sim: simulate.SimJob
+    ramp_s: float  # what the drive ran before measuring (its JSON's ramp_time, else RAMP)
+    span: tuple[float, float] = WHOLE  # the part of the device its jobs addressed
 
 
 @dataclass(frozen=True)
 class Drive:
     path: Path
     meta: dict[str, Any]  # characterize.json ({} without one)
-    ramp_s: float  # the drive's RAMP
+    ramp_s: float  # the drive's RAMP, for jobs whose JSON does not record ramp_time
     jobs: dict[str, DriveJob]  # every job that maps
     unmapped: dict[str, str]  # job -> why it was not simulated
+
+
+# fio options that say where on the device and how long the drive's jobs ran;
+# blklab fit reads them from a result's "global options".
+SPAN_OPTIONS = ("filename", "offset", "size")
+_PARTITION = re.compile(r"^/dev/(nvme\d+n\d+p\d+|[shv]d[a-z]+\d+|mmcblk\d+p\d+)$")
+_FIO_BYTES = re.compile(r"^(\d+)([kmgtp]i?b?)?$", re.IGNORECASE)
+_FIO_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def _share(path: Path, job: str, key: str, value: str, size_bytes: Any) -> float:
+    """fio's `key`=`value` (N% or bytes) as a fraction of the device."""
+    v = value.strip()
+    if v.endswith("%"):
+        try:
+            pct = float(v[:-1])
+        except ValueError:
+            pct = -1.0
+        if not 0 <= pct <= 100:
+            raise FitError(f"{path}: job {job}: {key}={value}: a percentage must be in [0, 100]")
+        return pct / 100
+    m = _FIO_BYTES.match(v)
+    if not m:
+        raise FitError(f"{path}: job {job}: {key}={value}: not a fio size (bytes or N%)")
+    n = int(m.group(1)) * (_FIO_UNITS[m.group(2)[0].lower()] if m.group(2) else 1)
+    if n == 0:
+        return 0.0
+    if not isinstance(size_bytes, int) or size_bytes <= 0:
+        raise FitError(f"{path}: job {job}: {key}={value}: a size in bytes, and the drive's "
+                       f"size is not recorded ({cc.DRIVE_META} size_bytes), so its share of "
+                       "the device is unknown")
+    return n / size_bytes
+
+
+def recorded_conditions(doc: dict[str, Any], path: Path, job: str, meta: dict[str, Any]
+                        ) -> tuple[float | None, tuple[float, float]]:
+    """The ramp (s; None when not recorded) and the span the drive's fio
+    ran `job` with, from the JSON's "global options": a writer confined to
+    part of a drive, or one that ran longer before measuring, sees another
+    drive state than the whole-device default. Refused, naming the key:
+    such an option set per fio job (which job it applied to is not kept
+    under group_reporting), a file rather than a device, several files."""
+    glob = doc.get("global options", {})
+    if not isinstance(glob, dict):
+        raise FitError(f"{path}: job {job}: \"global options\" is not an object")
+    for j in doc.get("jobs", []):
+        own = j.get("job options", {}) if isinstance(j, dict) else {}
+        for key in (*SPAN_OPTIONS, "ramp_time"):
+            if isinstance(own, dict) and key in own and own[key] != glob.get(key):
+                raise FitError(f"{path}: job {job}: {key}={own[key]} set for one fio job: "
+                               "blklab fit reads where and how long the drive ran from the "
+                               "global options only")
+    filename = glob.get("filename")
+    if isinstance(filename, str):
+        if ":" in filename:
+            raise FitError(f"{path}: job {job}: filename={filename}: several files; blklab fit "
+                           "models one device")
+        if not filename.startswith("/dev/"):
+            raise FitError(f"{path}: job {job}: filename={filename}: not a device; where a "
+                           "file's blocks lie on the device is not recorded, and devmodel-sim "
+                           "addresses the device itself")
+        if _PARTITION.match(filename):
+            raise FitError(f"{path}: job {job}: filename={filename}: a partition; where it "
+                           "lies on the device is not recorded")
+    size_bytes = meta.get("size_bytes")
+    offset = _share(path, job, "offset", str(glob.get("offset", "0")), size_bytes)
+    size = _share(path, job, "size", str(glob.get("size", "100%")), size_bytes)
+    if offset >= 1 or size <= 0:
+        raise FitError(f"{path}: job {job}: offset={glob.get('offset', '0')} "
+                       f"size={glob.get('size', '100%')}: no part of the device")
+    ramp = glob.get("ramp_time")
+    ramp_s = None
+    if ramp is not None:
+        try:
+            ramp_s = characterize.seconds(str(ramp), "ramp_time")
+        except characterize.CharacterizeError:
+            raise FitError(f"{path}: job {job}: ramp_time={ramp}: not a fio time") from None
+    return ramp_s, (offset, min(size, 1 - offset))
 
 
 def _meta(drive_dir: Path) -> dict[str, Any]:
@@ -141,7 +224,12 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
         figs = simulate.figures(doc, str(found[n]))
         if not figs:
             raise FitError(f"{found[n]}: job {n}: no fio job did any I/O")
-        jobs[n] = DriveJob(n, found[n], figs, sim)
+        job_ramp, span = recorded_conditions(doc, found[n], n, meta)
+        if job_ramp is not None and ramp is not None and job_ramp != ramp_s:
+            raise FitError(f"{found[n]}: job {n}: ramp_time="
+                           f"{doc['global options']['ramp_time']} recorded, --ramp {ramp} differs")
+        jobs[n] = DriveJob(n, found[n], figs, sim, ramp_s if job_ramp is None else job_ramp,
+                           span)
     if not any(n not in hold_out for n in jobs):
         raise FitError(f"{drive_dir}: no job to fit: "
                        + ("; ".join(f"{n}: {r}" for n, r in unmapped.items())
@@ -412,7 +500,7 @@ class Evaluator:
         w = job.figures.get("write")
         if w is None or not w.values.get("iops"):
             return False
-        written = self.drive.ramp_s * w.values["iops"] * job.sim.write_block_bytes
+        written = job.ramp_s * w.values["iops"] * job.sim.write_block_bytes
         return written >= keys.get("slc_static_bytes", 0)
 
     def eval_text(self, text: str, job: DriveJob, factor: int) -> str:
@@ -429,11 +517,26 @@ class Evaluator:
         ev = self.eval_text(text, job, factor)
         key = hashlib.sha256(f"{job.name}\n{ev}".encode()).hexdigest()
         if key not in self.cache:
-            doc = simulate.run(ev, job.sim, self.ramp_s, self.runtime_s, self.seed,
+            doc = simulate.run(ev, self.sim_job(job, ev), self.ramp_s, self.runtime_s, self.seed,
                                label=f"{job.name}.toml")
             self.runs += 1
             self.cache[key] = simulate.figures(doc, f"devmodel-sim {job.name}")
         return self.cache[key]
+
+    @staticmethod
+    def sim_job(job: DriveJob, profile_text: str) -> simulate.SimJob:
+        """The job as the simulator runs it on `profile_text`: over the same
+        share of the device as the drive's (offsets aligned to 1 MiB)."""
+        if job.span == WHOLE:
+            return job.sim
+        capacity = int(ssd_keys(profile_text).get("capacity_bytes", 0))
+        if capacity <= 0:
+            raise FitError(f"{job.path}: job {job.name}: ran on part of the drive, and the "
+                           "profile states no capacity_bytes to place it on")
+        mib = 1 << 20
+        offset = int(job.span[0] * capacity) // mib * mib
+        size = max(int(job.span[1] * capacity) // mib * mib, mib)
+        return job.sim.confined(offset, min(size, (capacity - offset) // mib * mib))
 
     def rows(self, text: str, names: list[str], held_out: set[str], factor: int) -> list[Row]:
         jobs = [self.drive.jobs[n] for n in names]
@@ -627,7 +730,9 @@ def header(res: Result) -> str:
     for n, why in res.drive.unmapped.items():
         lines.append(f"  {n}.json: not simulated: {why}")
     lines += [
-        f"Evaluated with devmodel-sim: drive RAMP {res.drive.ramp_s:g} s; proxy scale 1/{res.factor};",
+        "Evaluated with devmodel-sim; the drive's ramp and span per job: " + "; ".join(
+            f"{n} {j.ramp_s:g} s, {_span_text(j.span)}" for n, j in res.drive.jobs.items()) + ";",
+        f"proxy scale 1/{res.factor};",
         f"{res.evaluations} simulator runs; objective (mean over jobs of the mean of",
         "max(model, drive) / min(model, drive) - 1 over IOPS, p50, p99 per direction)",
         f"{res.objective_start:.3f} at the start, {res.objective:.3f} fitted (on the proxy).",
@@ -703,6 +808,12 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
                            f"{max_error:g}): no profile from {start} fits these results")
     res.text = header(res) + "#\n" + out_text
     return res
+
+
+def _span_text(span: tuple[float, float]) -> str:
+    if span == WHOLE:
+        return "the whole device"
+    return f"{span[1]:.4g} of the device from {span[0]:.4g}"
 
 
 def _device_name(drive: Drive, start: str) -> str:

@@ -15,6 +15,7 @@ devmodel-sim models the device only: a figure from it has no host I/O path
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -53,6 +54,13 @@ class SimJob:
     writes: bool  # some section writes
     reads: bool
     write_block_bytes: int  # bs of the sections that write (0: none writes)
+
+    def confined(self, offset_bytes: int, size_bytes: int) -> SimJob:
+        """The same job with every section addressing [offset, offset + size)
+        of the device only (fio's offset and size)."""
+        extra = f"offset={offset_bytes},size={size_bytes}"
+        return dataclasses.replace(self, specs=tuple(
+            s + ("" if s.endswith(":") else ",") + extra for s in self.specs))
 
 
 @dataclass(frozen=True)

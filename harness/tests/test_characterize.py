@@ -247,8 +247,9 @@ def test_the_reference_is_fio_3_json_of_the_reader_and_the_writer():
     for rep in range(5):
         doc = json.loads((REFERENCE / f"rep_{rep}" / f"{JOB}.json").read_text())
         assert doc["fio version"] == "fio-3.35"
+        assert doc["global options"]["filename"] == "/dev/nvme9n1"
         (job,) = doc["jobs"]
-        assert set(job) == {"jobname", "read", "write"}
+        assert set(job) == {"jobname", "job options", "read", "write"}
     assert "MIT License" in (REFERENCE / "LICENSE").read_text()
     readme = (REFERENCE / "README.md").read_text()
     assert "269a4f8526fe887d31c04fe2ceb678ed4e90bbed" in readme

@@ -2,6 +2,7 @@
 jobs, profile text edits, the evaluation proxy, the error, the search, and
 the simulator's figures against ones derived from a profile."""
 
+import json
 import math
 import subprocess
 import tomllib
@@ -13,6 +14,7 @@ from blklab import characterize, fit, paths, simulate
 from blklab.scenario import PROFILE_DIR
 
 REFERENCE = paths.REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+JOB = "read-beside-writes-max"
 CHECK = paths.build_dir() / "cmake" / "devmodel" / "devmodel-check"
 
 
@@ -102,17 +104,91 @@ def test_qd1_on_fixed_10us_gives_100k_iops_in_the_simulator():
     assert figs["read"].values["p50_us"] == pytest.approx(10.048)  # fio's bucket of 10 us
 
 
-def test_a_drive_job_past_the_cache_is_evaluated_without_one():
-    drive = fit.load_drive(REFERENCE, [], [], "360s", guest_fio="3.33")
+def _reference_copy(tmp_path: Path, **options: str | None) -> Path:
+    """The reference drive's result with global options changed (None: removed)."""
+    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    for k, v in options.items():
+        if v is None:
+            doc["global options"].pop(k, None)
+        else:
+            doc["global options"][k] = v
+    (tmp_path / f"{JOB}.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_a_drive_job_past_the_cache_is_evaluated_without_one(tmp_path):
+    drive = fit.load_drive(REFERENCE, [], [], None, guest_fio="3.33")
     ev = fit.Evaluator(drive, 1, 0.1, 0.1)
-    job = drive.jobs["read-beside-writes-max"]
+    job = drive.jobs[JOB]
     text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
     assert ev.past_cache(job, fit.ssd_keys(text))
     keys = fit.ssd_keys(ev.eval_text(text, job, 1))
     assert keys["slc_static_bytes"] == 0 and keys["precondition"] == "steady"
-    short = fit.load_drive(REFERENCE, [], [], "1s", guest_fio="3.33")
-    assert not fit.Evaluator(short, 1, 0.1, 0.1).past_cache(short.jobs[job.name],
-                                                             fit.ssd_keys(text))
+    short = fit.load_drive(_reference_copy(tmp_path, ramp_time="1s"), [], [], None,
+                           guest_fio="3.33")
+    assert not fit.Evaluator(short, 1, 0.1, 0.1).past_cache(short.jobs[JOB], fit.ssd_keys(text))
+
+
+def test_the_reference_drive_records_its_ramp_and_its_span():
+    # Its fio ran ramp_time=360s on filename=/dev/nvme9n1, size=100%: the whole
+    # device, so the simulator's jobs stay as the suite maps them.
+    job = fit.load_drive(REFERENCE, [], [], None, guest_fio="3.33").jobs[JOB]
+    assert job.ramp_s == 360.0 and job.span == fit.WHOLE
+    text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
+    assert fit.Evaluator.sim_job(job, text) is job.sim
+
+
+def test_ramp_comes_from_the_json_and_a_different_ramp_flag_is_refused(tmp_path):
+    with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: ramp_time=360s recorded, "
+                       "--ramp 5s differs"):
+        fit.load_drive(REFERENCE, [], [], "5s", guest_fio="3.33")
+    unrecorded = _reference_copy(tmp_path, ramp_time=None)
+    assert fit.load_drive(unrecorded, [], [], "2m", guest_fio="3.33").jobs[JOB].ramp_s == 120.0
+
+
+def test_a_writer_on_part_of_the_drive_is_simulated_on_the_same_part(tmp_path):
+    drive = fit.load_drive(_reference_copy(tmp_path, offset="50%", size="25%"), [], [], None,
+                           guest_fio="3.33")
+    job = drive.jobs[JOB]
+    assert job.span == (0.5, 0.25)
+    text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
+    capacity = fit.ssd_keys(text)["capacity_bytes"]
+    mib = 1 << 20
+    want = f"offset={capacity // 2 // mib * mib},size={capacity // 4 // mib * mib}"
+    specs = fit.Evaluator.sim_job(job, text).specs
+    assert len(specs) == len(job.sim.specs) and all(s.endswith("," + want) for s in specs)
+    # a size past the device's end is cut at it, as fio does
+    assert fit.load_drive(_reference_copy(tmp_path, offset="75%", size="50%"), [], [], None,
+                          guest_fio="3.33").jobs[JOB].span == (0.75, 0.25)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"filename": "/mnt/nvme_test/fio_file"}, "filename=/mnt/nvme_test/fio_file: not a device"),
+    ({"filename": "/dev/nvme2n1:/dev/nvme3n1"},
+     "filename=/dev/nvme2n1:/dev/nvme3n1: several files"),
+    ({"filename": "/dev/nvme0n1p2"}, "filename=/dev/nvme0n1p2: a partition"),
+    ({"size": "100g"}, "size=100g: a size in bytes, and the drive's size is not recorded"),
+    ({"size": "150%"}, r"size=150%: a percentage must be in \[0, 100\]"),
+    ({"offset": "100%"}, "offset=100% size=100%: no part of the device"),
+    ({"ramp_time": "soon"}, "ramp_time=soon: not a fio time"),
+], ids=["file", "files", "partition", "bytes", "percent", "offset", "ramp"])
+def test_conditions_the_fit_cannot_place_are_refused_naming_the_key(tmp_path, options, message):
+    with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: {message}"):
+        fit.load_drive(_reference_copy(tmp_path, **options), [], [], None, guest_fio="3.33")
+
+
+def test_a_span_or_ramp_set_for_one_fio_job_is_refused(tmp_path):
+    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    doc["jobs"][0]["job options"]["size"] = "10%"
+    (tmp_path / f"{JOB}.json").write_text(json.dumps(doc))
+    with pytest.raises(fit.FitError, match="size=10% set for one fio job"):
+        fit.load_drive(tmp_path, [], [], None, guest_fio="3.33")
+
+
+def test_a_size_in_bytes_is_a_share_of_the_recorded_drive(tmp_path):
+    drive_dir = _reference_copy(tmp_path, size="250g")
+    (drive_dir / "characterize.json").write_text(json.dumps({"size_bytes": 1000 << 30}))
+    assert fit.load_drive(drive_dir, [], [], None, guest_fio="3.33").jobs[JOB].span == (0, 0.25)
 
 
 def test_load_drive_refuses_a_hold_out_the_drive_did_not_run():

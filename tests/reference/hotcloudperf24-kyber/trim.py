@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates this folder's JSON from the original repository: each fio
-output, trimmed to what blklab characterize --compare reads ("fio version";
-per job its jobname and, per direction, iops, total_ios and clat_ns's mean
-and the 50/99/99.9/99.99 percentiles). Every figure is copied, none computed.
+output, trimmed to what blklab characterize --compare and blklab fit read
+("fio version"; "global options", which say where on the device the jobs
+ran and for how long; per job its jobname, its "job options" and, per
+direction, iops, total_ios and clat_ns's mean and the 50/99/99.9/99.99
+percentiles). Every figure and option is copied, none computed.
 
     git clone https://github.com/stonet-research/hotcloudperf24-kyber-artifact-public src
     git -C src checkout 269a4f8526fe887d31c04fe2ceb678ed4e90bbed
@@ -25,7 +27,7 @@ PERCENTILES = ("50.000000", "99.000000", "99.900000", "99.990000")
 def trim(doc: dict) -> dict:
     jobs = []
     for job in doc["jobs"]:
-        out = {"jobname": job["jobname"]}
+        out = {"jobname": job["jobname"], "job options": job["job options"]}
         for d in ("read", "write"):
             x = job[d]
             if not x.get("total_ios"):
@@ -36,7 +38,8 @@ def trim(doc: dict) -> dict:
                                   "percentile": {p: clat["percentile"][p]
                                                  for p in PERCENTILES}}}
         jobs.append(out)
-    return {"fio version": doc["fio version"], "jobs": jobs}
+    return {"fio version": doc["fio version"], "global options": doc["global options"],
+            "jobs": jobs}
 
 
 def main(src: Path) -> None:
