@@ -359,10 +359,9 @@ class VMConfig:
             # emulated controllers): QEMU's NVMe offers them unless dbcs=off;
             # the drives the profiles model (970 EVO Plus, 980 PRO, P5800X)
             # do not, and their host rings every doorbell through the BAR.
-            # It matters beyond cost: a
-            # controller forgets the buffers at a reset, and 6.1's
-            # nvme_reset_work() restarts the I/O queues before it gives them
-            # again (nvme_dbbuf_set() after nvme_start_queues()), so on
+            # It matters beyond cost: a controller forgets the buffers at a
+            # reset, and 6.1's nvme_reset_work() restarts the I/O queues
+            # before it gives them again (nvme_dbbuf_set() after nvme_start_queues()), so on
             # QEMU's default a 6.1 guest's I/O stalls after every controller
             # reset (docs/faults.md). Off on NVMe without a model too: every
             # NVMe cell then takes one guest path, and the benchmarks' stock
