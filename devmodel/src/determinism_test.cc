@@ -82,7 +82,7 @@ const std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>& ReferenceD
       {"hdd-7200-desktop-1t", {0x3e2919017c81ce9full, 0xceca3671eb256244ull}},
       {"optane-p5800x-800g", {0xff35a19c88b65902ull, 0xd4c221cd9a5cae11ull}},
       {"samsung-980pro-1t", {0x5de413a5f4167ce1ull, 0xb0b52dad6908c06bull}},
-      {"samsung-970evoplus-1t", {0x71d9f47411aa1f07ull, 0xd9c566111b954fbdull}},
+      {"samsung-970evoplus-1t", {0x1cdf98e7c135f913ull, 0x2f7a2e8b2f776d39ull}},
       {"tlc-250g-used-suspend", {0xab718b59a3dc9ec7ull, 0x2183c489be9fcbe9ull}},
       {"tlc-250g-used", {0xfcf3c9792312ac8dull, 0x13d8a1fe8d5dd51bull}},
       {"zero-latency", {0x810efd6d3c240925ull, 0x810efd6d3c240925ull}},

@@ -203,7 +203,7 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
       ftl_(geometry, nullptr),
       dies_(geometry.dies),
       die_busy_until_(geometry.dies, 0),
-      channel_busy_(config.channels, 0),
+      channel_busy_(config.channels),
       read_channel_busy_(config.channels, 0),
       track_pe_shifts_(config.resume_latency_ns != 0 || config.max_suspends_per_op != 0 ||
                        config.independent_plane_reads || config.gc_yield),
@@ -323,6 +323,7 @@ SsdModel::Admission SsdModel::AdmitRoundRobin(const Request& r, TimeNs now) {
 }
 
 Completion SsdModel::Submit(const Request& r, TimeNs now) {
+  channel_prune_ = submit_now_;
   submit_now_ = now;
   ServeReads(now);
   if (gc_background_due_ && now >= last_completion_ + c_.gc_idle_delay_ns) BackgroundGc(now);
@@ -624,7 +625,6 @@ void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32
                              std::uint32_t slots, std::uint32_t host_slots) {
   DieTimeline& d = dies_[die];
   TimeNs& busy_until = die_busy_until_[die];
-  TimeNs& channel = channel_busy_[ChannelOf(die)];
   const TimeNs xfer = ChannelNs(slots);
   TimeNs program_ns =
       page_types_ ? page_program_ns_[PageTypeOfSlot(first_slot)] : c_.page_program_ns;
@@ -638,8 +638,8 @@ void SsdModel::OnHostProgram(std::uint32_t die, std::uint32_t block, std::uint32
       n_.slc_bypass_bytes += program_bytes_;
     }
   }
-  const TimeNs start = std::max({dispatch_time_, channel, busy_until});
-  channel = start + xfer;
+  const TimeNs start =
+      BookChannel(ChannelOf(die), std::max(dispatch_time_, busy_until), xfer);
   busy_until = start + xfer + program_ns;
   d.pe_ops.push_back({start - d.pe_shift, busy_until - d.pe_shift});
   d.busy_ns += xfer + program_ns;
@@ -659,6 +659,28 @@ void SsdModel::BookDieWork(std::uint32_t die, TimeNs start, TimeNs work) {
   d.busy_ns += work;
 }
 
+TimeNs SsdModel::BookChannel(std::uint32_t channel, TimeNs earliest, TimeNs xfer) {
+  ChannelBookings& b = channel_busy_[channel];
+  auto& v = b.busy;
+  while (b.head < v.size() && v[b.head].second <= channel_prune_) ++b.head;
+  if (b.head >= 64 && b.head * 2 >= v.size()) {
+    v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(b.head));
+    b.head = 0;
+  }
+  // Ends are in start order too (disjoint): skip the bookings over by then.
+  auto it = std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(b.head), v.end(), earliest,
+                             [](const std::pair<TimeNs, TimeNs>& x, TimeNs t) {
+                               return x.second <= t;
+                             });
+  TimeNs start = earliest;
+  while (it != v.end() && it->first < start + xfer) {
+    start = std::max(start, it->second);
+    ++it;
+  }
+  if (xfer != 0) v.insert(it, {start, start + xfer});
+  return start;
+}
+
 void SsdModel::PrunePeOps(std::uint32_t die) {
   DieTimeline& d = dies_[die];
   while (!d.pe_ops.empty() && d.pe_ops.front().end + d.pe_shift <= submit_now_) {
@@ -668,7 +690,6 @@ void SsdModel::PrunePeOps(std::uint32_t die) {
 }
 
 void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
-  TimeNs& channel = channel_busy_[ChannelOf(die)];
   const auto& g = ftl_.geometry();
   const TimeNs page_xfer = ChannelNs(g.slots_per_page);
   const TimeNs prog_xfer = ChannelNs(g.slots_per_program);
@@ -684,7 +705,7 @@ void SsdModel::OnGcProgram(std::uint32_t die, std::uint32_t pages_read) {
     BookDieWork(die, start,
                 pages_read * (c_.page_read_ns + page_xfer) + prog_xfer + c_.page_program_ns);
   }
-  channel = std::max(channel, start) + pages_read * page_xfer + prog_xfer;
+  BookChannel(ChannelOf(die), start, pages_read * page_xfer + prog_xfer);
   n_.gc_pages_read += pages_read;
 }
 
@@ -701,13 +722,12 @@ void SsdModel::FoldSlc(TimeNs now) {
   for (std::uint32_t die = 0; die < dies_.size(); ++die) {
     if (slc_programs_on_die_[die] == 0) continue;
     PrunePeOps(die);
-    TimeNs& channel = channel_busy_[ChannelOf(die)];
     while (slc_programs_on_die_[die] != 0) {
       const TimeNs t = std::max(idle_from, die_busy_until_[die]);
       if (t >= now) break;
       BookDieWork(die, t, step);
       // Out to the controller after the SLC read, back before the program.
-      channel = std::max(channel, t + c_.page_read_ns) + 2 * xfer;
+      BookChannel(ChannelOf(die), t + c_.page_read_ns, 2 * xfer);
       --slc_programs_on_die_[die];
       --slc_programs_;
       n_.slc_bytes_folded += program_bytes_;
@@ -780,7 +800,11 @@ std::string SsdModel::CountersJson() const {
 
 std::uint64_t SsdModel::MemoryBytes() const {
   std::uint64_t bytes = sizeof(*this) + ftl_.MemoryBytes() +
-                        dies_.capacity() * sizeof(DieTimeline) + channel_busy_.capacity() * 16;
+                        dies_.capacity() * sizeof(DieTimeline) +
+                        channel_busy_.capacity() * sizeof(ChannelBookings);
+  for (const ChannelBookings& b : channel_busy_) {
+    bytes += b.busy.capacity() * sizeof(std::pair<TimeNs, TimeNs>);
+  }
   bytes += die_busy_until_.capacity() * sizeof(TimeNs) + channel_ns_.capacity() * sizeof(TimeNs);
   bytes += plane_read_busy_.capacity() * sizeof(TimeNs);
   bytes += slc_programs_on_die_.capacity() * sizeof(std::uint32_t);

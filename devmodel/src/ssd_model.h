@@ -28,9 +28,11 @@
 // page's own transfer time has passed (the page moves to a cache register;
 // a wait for the channel does not hold the die), and a read holds its
 // admission slot until its pages are sensed plus its own transfer times.
-// Writes, GC and SLC folds take the channels and the link in submission
-// order (their own channel timeline; the link when the host sends a write's
-// data, after buffer space).
+// Writes, GC and SLC folds book their channel transfers apart from reads:
+// each takes the earliest gap on its channel at or after it can start, so a
+// transfer booked for later (a die's GC behind its queued work) does not
+// hold back another die's transfer that fits before it. The link takes a
+// write's data when the host sends it, after buffer space.
 // Thread-safety: none (see Device).
 #ifndef DEVMODEL_SRC_SSD_MODEL_H_
 #define DEVMODEL_SRC_SSD_MODEL_H_
@@ -125,6 +127,10 @@ class SsdModel final : public Device, private FtlListener {
   // Drops pe_ops of `die` that ended by the last submit time: ReadPage would
   // drop them too (reads arrive later), so only memory changes.
   void PrunePeOps(std::uint32_t die);
+  // Books `xfer` ns of write-side transfer on `channel` in its earliest gap
+  // starting at or after `earliest`; returns the start. REQUIRES: earliest
+  // >= channel_prune_ (bookings that ended by then are dropped).
+  TimeNs BookChannel(std::uint32_t channel, TimeNs earliest, TimeNs xfer);
   // SLC room for one more program unit, given what the host has mapped.
   std::uint64_t SlcCapacityBytes() const;
   // Page type (0 lower, 1 middle, 2 upper) of the program unit holding slot
@@ -188,7 +194,14 @@ class SsdModel final : public Device, private FtlListener {
   std::vector<TimeNs> channel_ns_;         // see ChannelNs()
   std::uint64_t link_memo_bytes_ = 0;      // last host-link transfer size...
   TimeNs link_memo_ns_ = 0;                // ...and its duration
-  std::vector<TimeNs> channel_busy_;       // program and GC transfers
+  // Per channel, the write-side transfers (programs, GC, folds) booked and
+  // not ended by the latest submit: [start, end) in start order, disjoint,
+  // from index `head` on (earlier entries are dropped in batches).
+  struct ChannelBookings {
+    std::vector<std::pair<TimeNs, TimeNs>> busy;
+    std::size_t head = 0;
+  };
+  std::vector<ChannelBookings> channel_busy_;
   std::vector<TimeNs> read_channel_busy_;  // host page transfers (prioritized)
   TimeNs link_in_busy_ = 0, link_out_busy_ = 0;
   // A page transfer (channel) or a read's transfer (host link) waiting for
@@ -238,6 +251,9 @@ class SsdModel final : public Device, private FtlListener {
   std::vector<std::uint32_t> slc_programs_on_die_;
   std::uint64_t slc_programs_ = 0;
   TimeNs submit_now_ = 0;  // `now` of the latest Submit
+  // `now` of the Submit before it: no channel booking starts earlier (idle
+  // GC and folds start after the last completion, which is after it).
+  TimeNs channel_prune_ = 0;
 
   using Release = std::pair<TimeNs, std::uint32_t>;  // (done, host units)
   std::priority_queue<Release, std::vector<Release>, std::greater<>> buffer_releases_;

@@ -26,17 +26,16 @@ STEADY_RATE = ("the drive was in steady state over its whole span, as the fit si
                "rate only with about 30% spare area (blocks_per_plane 1613), where its device-"
                "queue tails miss kyber's by more than the slower profile's do, so the mean error "
                "keeps the slower one (docs/characterize-a-drive.md, \"Why the write rate "
-               "misses\"); its write side also idles one die of a channel behind the other's GC")
+               "misses\")")
 OUTSIDE = {
     ("write", "p99_us"): KYBER,
     ("write", "iops"): STEADY_RATE,
     ("write", "p50_us"): "a closed loop at QD256: the mean is 256 / IOPS, so it follows the "
                          "write rate above; " + KYBER,
-    ("read", "p50_us"): "with one FIFO, reads wait behind the writes in flight, and the drive's "
-                        "wait distribution comes through " + KYBER.split(";")[0],
-    ("read", "p99_us"): "the drive's read tail (3 ms, p99.9 4 ms) is an erase or a kyber "
-                        "throttling window; the model's reads wait behind queued writes, "
-                        "shorter",
+    ("read", "iops"): "a QD1 reader's IOPS is 1 / its mean latency; the drive's mean (683 us) "
+                      "is carried by its tail (p99 3 ms, p99.99 31 ms) of kyber's throttling "
+                      "windows; the simulator has no scheduler, and the model's reader waits in "
+                      "a device queue with a shorter tail",
 }
 
 
