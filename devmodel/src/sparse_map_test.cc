@@ -82,5 +82,31 @@ TEST(SparseMapTest, ScatteredEntriesCostTensOfBytesEach) {
   EXPECT_EQ(map.dense_regions(), 0u);
 }
 
+// Entries a formula gives: index * 3 + 1.
+class Thrice final : public ImplicitEntries {
+ public:
+  std::uint32_t At(std::uint64_t index) const override {
+    return static_cast<std::uint32_t>(index * 3 + 1);
+  }
+};
+
+TEST(SparseMapTest, ImplicitRegionsReadTheFormulaUntilWritten) {
+  Thrice thrice;
+  SparseMap map(3 * SparseMap::kRegionSize + 5);  // a short last region
+  const std::uint64_t bare = map.MemoryBytes();
+  map.SetAllImplicit(&thrice);
+  EXPECT_EQ(map.implicit_regions(), 4u);
+  EXPECT_EQ(map.MemoryBytes(), bare);
+  EXPECT_EQ(map.Get(0), 1u);
+  EXPECT_EQ(map.Get(3 * SparseMap::kRegionSize + 4), (3 * SparseMap::kRegionSize + 4) * 3 + 1);
+  // A write materializes its region only, with the formula's other entries.
+  map.Set(SparseMap::kRegionSize + 2, 7);
+  EXPECT_EQ(map.implicit_regions(), 3u);
+  EXPECT_EQ(map.dense_regions(), 1u);
+  EXPECT_EQ(map.Get(SparseMap::kRegionSize + 2), 7u);
+  EXPECT_EQ(map.Get(SparseMap::kRegionSize + 3), (SparseMap::kRegionSize + 3) * 3 + 1);
+  EXPECT_EQ(map.Get(SparseMap::kRegionSize - 1), (SparseMap::kRegionSize - 1) * 3 + 1);
+}
+
 }  // namespace
 }  // namespace devmodel::internal
