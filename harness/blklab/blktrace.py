@@ -42,18 +42,54 @@ def parse_dispatches(blkparse_text: str) -> Dispatches:
     return Dispatches(queued, plugs, by)
 
 
+def time_reversals(blkparse_text: str) -> int:
+    """The events stamped earlier than the event before them on the same
+    CPU. The kernel numbers each CPU's events in the order it records them
+    and stamps each as it numbers it (kernel/trace/blktrace.c,
+    __blk_add_trace: ++ of the per-CPU sequence, then ktime_get(), with
+    interrupts off), so where the guest's clock is sound the times of one
+    CPU's events never fall in sequence order. A reversal is a clock fault
+    of a host-timed guest; btt and biolatency pair events by their times,
+    and btt's phase figures over such a trace are not sound."""
+    by_cpu: dict[str, list[tuple[int, int]]] = {}
+    for line in blkparse_text.splitlines():
+        f = line.split()
+        # "259,0 1 513 0.042512345 131 Q R 682966704 + 8 [fio]"
+        if len(f) < 6 or "," not in f[0] or not f[2].isdigit():
+            continue
+        sec, _, frac = f[3].partition(".")
+        if not (sec.isdigit() and frac.isdigit()):
+            continue
+        ns = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+        by_cpu.setdefault(f"{f[0]} {f[1]}", []).append((int(f[2]), ns))
+    reversals = 0
+    for events in by_cpu.values():
+        events.sort()
+        reversals += sum(1 for a, b in zip(events, events[1:]) if b[1] < a[1])
+    return reversals
+
+
 def blkparse_text(trace: Path) -> str:
     """blkparse's default output (the blktrace package, which make deps
     installs) over a cell's cells/<cell>/blktrace.bin."""
     try:
-        with trace.open("rb") as f:
-            proc = subprocess.run(["blkparse", "-i", "-"], stdin=f, capture_output=True,
-                                  text=True)
+        data = trace.read_bytes()
     except OSError as e:
-        raise BlklabError(f"{trace}: cannot run blkparse on it: {e}") from None
+        raise BlklabError(f"{trace}: cannot read it: {e}") from None
+    return blkparse_bytes(data, str(trace))
+
+
+def blkparse_bytes(data: bytes, name: str) -> str:
+    """blkparse's default output over the bytes of a blktrace.bin; `name`
+    names it in an error."""
+    try:
+        proc = subprocess.run(["blkparse", "-i", "-"], input=data, capture_output=True)
+    except OSError as e:
+        raise BlklabError(f"{name}: cannot run blkparse on it: {e}") from None
     if proc.returncode != 0:
-        raise BlklabError(f"{trace}: blkparse failed: {proc.stderr.strip()[-300:]}")
-    return proc.stdout
+        err = proc.stderr.decode(errors="replace").strip()[-300:]
+        raise BlklabError(f"{name}: blkparse failed: {err}")
+    return proc.stdout.decode(errors="replace")
 
 
 def dispatches(trace: Path) -> Dispatches:

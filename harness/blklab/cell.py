@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blklab import (appjobs, channel, device_faults, model_timing, notes, observe, paths, snapshot,
-                    udev)
+from blklab import (appjobs, blktrace, channel, device_faults, model_timing, notes, observe, paths,
+                    snapshot, udev)
 from blklab.bundle import JobBundle
 from blklab.filesystem import parse_guest_record
 from blklab.errors import BlklabError, VMError
@@ -254,6 +254,10 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         blob = b""
     data = channel.parse(blob)
     _fill_from_guest(result, data)
+    if (result.btt or {}).get("time_reversals"):
+        log.warning("cell %s: %d blktrace events are stamped earlier than the event before them "
+                    "on their CPU: the guest's clock went back, and btt pairs events by time",
+                    cell.id, result.btt["time_reversals"])
     if scenario.workload == "command" and data.status == "ok":
         # What the command left in its output directory, kept beside the cell.
         result.workload = {"command": {"exit_code": 0, "files": sorted(
@@ -400,6 +404,9 @@ def _fill_from_guest(result: CellResult, data: channel.ChannelData) -> None:
                                        parse_diskstat(f["stat_after.txt"].decode()), elapsed)
     if "btt.txt" in f:
         result.btt = parse_btt(f["btt.txt"].decode(errors="replace"))
+        if f.get("blktrace.bin"):  # kept up to 32 MiB (guest-images/init)
+            result.btt["time_reversals"] = blktrace.time_reversals(
+                blktrace.blkparse_bytes(f["blktrace.bin"], "the cell's blktrace.bin"))
     if "workload.json" in f:
         try:
             result.workload = json.loads(f["workload.json"])

@@ -172,8 +172,8 @@ def test_fio_as_the_workload(built, tmp_path):
                         NVME +
                         JOB.replace('"2s"', '"1s"'))
     out = tmp_path / "run"
-    proc = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc_run = run_blklab("run", str(scenario), "--accel", "tcg", "--out", str(out))
+    assert proc_run.returncode == 0, proc_run.stdout + proc_run.stderr
     (c,) = cells_of(out).values()
     results.validate(c)
     assert c["workload"]["fio version"].startswith("fio-")
@@ -191,7 +191,13 @@ def test_fio_as_the_workload(built, tmp_path):
     (hists,) = json.loads(proc.stdout).values()
     (reads,) = [h for h in hists if h["direction"] == "read"]
     assert reads["count"] == btt["d2c_n"]
-    assert abs(reads["mean_us"] - btt["d2c_avg_s"] * 1e6) <= 0.01 * btt["d2c_avg_s"] * 1e6
+    # A realtime guest's clock can go back on a CPU (one event stamped 42 ms
+    # early in a CI run); btt pairs events by time, so its D2C is then not
+    # sound, and the cell says so.
+    if btt["time_reversals"]:
+        assert "blktrace events are stamped earlier" in proc_run.stderr
+    else:
+        assert abs(reads["mean_us"] - btt["d2c_avg_s"] * 1e6) <= 0.01 * btt["d2c_avg_s"] * 1e6
 
 
 @pytest.mark.parametrize("content,words", [
