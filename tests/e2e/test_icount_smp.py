@@ -42,46 +42,20 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
 # other is taken when the sender's turn ends, up to half the 100 ms kick
 # period later. Known to fail with unbounded turns (the shared clock's
 # default); vcpu_quantum_ns bounds them (-icount quantum=, 0034) and the
-# read then waits no longer than on a timeline without it. Which memory size shows it
-# moves with the guest's instructions: 592 MiB until the guest booted
-# through PVH, 640 MiB until the init waited for high-resolution timers
-# (2026-12-05), 680 MiB until cells started from the guest saved at its job
-# point (2026-12-06), when 1024 MiB showed it (74.4 ms) and 1000 MiB did
-# not. Those restored timelines were not yet the same bytes everywhere: a
-# host-timed timer ended the first turn after the restore (fixed by
-# qemu-patches/0049), and a saved guest's clock could jump a day at its job
-# point, a race (fixed by 0051): 1024 MiB's stall came from such a jump.
-# On the timelines from then to 2026-12-06 (this test's scenario, 1 s,
-# restored cells) the stall was at 680 MiB (50.1 ms) and 712 (12.3 ms).
-# The guest image then changed (its init reads the kernel command line
-# before the job point), and `tests/e2e/stall-search.py 552 600 648 712 744
-# 776 808 840 872 904 936 968` found the slowest read at 24.1 ms at 712 MiB
-# and 24.2 ms at 840, 1.4 ms at 808, 2.2 ms at 968, and 0.55-0.63 ms at the
-# other sizes; 680 MiB no longer stalls, and 1000 MiB stays under 5 ms.
-# Then the image changed again (blkgen's continue_on_error, the init's
-# filesystems, udev rules and observers) and the SSD model's host link
-# began to carry read data in the order it is ready (the Optane profile
-# has a link); `tests/e2e/stall-search.py 520 536 568 584 616 632 664 696
-# 728 760 792 824 856 888 920 952 984 1016 1048 1080 1112 1144 1176 1208`
-# found the slowest read at 24.4 ms at 520 MiB, 26.4 ms at 920 and 1144,
-# 1.4-2.2 ms at 536, 792 and 824, and 0.54-0.65 ms at the rest (the model's
-# slowest read 1.6 us at 920). Then the image changed again (the init's
-# comments) and the SSD model's channels began to move pages in the order
-# they are sensed; the same search, with 1000 MiB, found 24.3 ms at 520
-# MiB, 12.4-12.5 ms at 632, 984 and 1080, 8.2 ms at 824, 6.1 ms at 1000,
-# 1.0-1.4 ms at 920 and 1016, and 0.54-0.66 ms at the rest; with
-# `--quantum 100000` 520 MiB's slowest read was 0.58 ms. Then the NVMe
-# drive stopped offering shadow doorbells (dbcs=off: the guest rings the
-# doorbell register for every submission and completion), which moved
-# every NVMe guest's instructions: 520 MiB's slowest read was 0.54 ms and
-# 1048 MiB's 12.2 ms, and the same search, one size at a time, over 536
-# 568 632 712 760 824 840 920 984 1000 1080 found 24.2 ms at 1080 MiB,
-# 1.3-2.2 ms at 568, 760, 824 and 1000, and 0.57-0.65 ms at the rest; with
-# `--quantum 100000` 1080 MiB's slowest read is 0.58 ms (1048's too). So
-# the stall is shown at 1080 MiB, the check of 0019 (the slowest read under
-# 5 ms) runs at 520 MiB, and the bounded turns at 1080 MiB.
-STALLS_WITH_1080_MIB = pytest.mark.xfail(
-    strict=True, reason="a read waits 24.2 ms at 1080 MiB: IPIs to the other vCPU are taken "
+# read then waits no longer than on a timeline without it. Which memory
+# sizes meet it moves with every change to the guest's instructions before
+# the workload (the image's init, the kernel, a device's registers), so the
+# sizes below are searched again after each such change, one restored cell
+# per size: `tests/e2e/stall-search.py 520 536 568 632 712 760 824 840 920
+# 984 1000 1048 1080` (the init loading every front end's driver before the
+# job point) found the slowest read at 74.4 ms at 1048 MiB, 50.2 ms at 920,
+# 12.4 ms at 520 and 536, 1.3-2.5 ms at 632 and 1080, and 0.55-0.65 ms at
+# the rest; with `--quantum 100000` 920 and 1048 MiB's slowest reads were
+# 0.58 ms. So the stall is shown at 920 MiB, the check of 0019 (the slowest
+# read under 5 ms) runs at 568 MiB, and the bounded turns at 920 MiB. The
+# git history of this comment holds the earlier searches.
+STALLS_WITH_920_MIB = pytest.mark.xfail(
+    strict=True, reason="a read waits 50.2 ms at 920 MiB: IPIs to the other vCPU are taken "
     "late, when the sender's round-robin turn ends")
 
 
@@ -100,7 +74,7 @@ def stall_scenario(memory_mib: int, quantum_ns: int | None) -> str:
 
 
 @pytest.mark.parametrize("memory_mib, quantum_ns", [
-    (520, None), pytest.param(1080, None, marks=STALLS_WITH_1080_MIB), (1080, 100_000)])
+    (568, None), pytest.param(920, None, marks=STALLS_WITH_920_MIB), (920, 100_000)])
 def test_two_vcpus_do_not_stall_each_other(built, tmp_path, memory_mib, quantum_ns):
     """With two vCPUs a guest's spin-wait must not keep its turn while the
     vCPU it waits for cannot run. Before QEMU 0019 a vCPU spinning in
