@@ -23,7 +23,8 @@ def main() -> None:
             print(f"{c['cell_id']}: {c['status']}: {c.get('error')}")
             continue
         dev, sched = c["cell_id"].split(".")[:2]
-        seed = c["cell_id"].split("seed=")[1].split(".")[0]
+        # A scenario with one seed names its cells without it.
+        seed = c["cell_id"].split("seed=")[1].split(".")[0] if "seed=" in c["cell_id"] else "1"
         a = c["workload"]["apps"][0]
         lat, d, n = a["latency_ms"], a["disk_stats"]["delta"], a["transactions"]
         p = lat["percentiles"]
