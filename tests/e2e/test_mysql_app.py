@@ -61,5 +61,4 @@ def test_one_cell_meets_the_scenario_s_own_bounds(apps_built, tmp_path):
     proc = run_blklab("check", str(out))
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The writes per insert are a known failure (the file says why).
-    assert "3 hold, 0 fail, 1 known failures" in proc.stdout, proc.stdout
+    assert "4 hold, 0 fail, 0 known failures" in proc.stdout, proc.stdout
