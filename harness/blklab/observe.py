@@ -82,7 +82,7 @@ def bundle_files(observers: tuple[Observer, ...]) -> dict[str, bytes]:
 
 
 def parse_guest_record(text: str) -> list[dict[str, Any]]:
-    """The guest's observe.txt: "<name> <exit status> interrupted|exited"."""
+    """The guest's observe.txt: "<name> <exit status> exited|interrupted|terminated|killed"."""
     out = []
     for line in text.splitlines():
         f = line.split()

@@ -3,7 +3,9 @@
 On 6.12, sysstat's iostat (-x, JSON, every second; ready once it has
 printed) and libbpf-tools' biolatency (-D, given 2 s to attach: in
 test_apps.py it has attached within 1 s) run beside 1.2 s of blkgen reads;
-after the workload both get SIGINT. biolatency has attached before the
+after the workload both get SIGINT. A third observer, a shell loop,
+ignores SIGINT as every command started in the background by a shell
+without job control does, and gets SIGTERM 2 s later. biolatency has attached before the
 workload starts and counts every request the disk completes until it is
 interrupted, so its histogram holds at least the workload's reads; iostat printed a report at its start and
 one a second later. On 5.10 biolatency cannot load (test_apps.py says
@@ -36,6 +38,10 @@ command = "exec iostat -x -d -o JSON 1 ${{BLKLAB_DEVICE#/dev/}}"
 name = "biolatency"
 command = "exec biolatency -D"
 ready_after_ms = 2000
+[[observe]]
+name = "loop"
+command = "while :; do sleep 0.2; done"
+ready_after_ms = 100
 [[job]]
 name = "r"
 rw = "randread"
@@ -69,6 +75,10 @@ def test_iostat_and_biolatency_beside_the_workload(apps_built, tmp_path):
     assert rec["biolatency"] == {"name": "biolatency", "exit_status": 0,
                                  "stopped": "interrupted", "file": "observe-biolatency.txt"}
     assert rec["iostat"]["stopped"] == "interrupted"
+    # A shell loop ignores SIGINT (started in the background without job
+    # control) and cannot trap it: SIGTERM 2 s later ends it.
+    assert rec["loop"] == {"name": "loop", "exit_status": 143, "stopped": "terminated",
+                           "file": "observe-loop.txt"}
     hist = (cdir / "observe-biolatency.txt").read_text()
     assert "disk = nvme0n1" in hist, hist
     reads = sum(row["total_ios"] for row in cell["summary"])
