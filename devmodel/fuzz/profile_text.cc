@@ -269,8 +269,8 @@ std::string ToText(const ProfileMap& p, FuzzedDataProvider& d) {
 }
 
 // Now and then [[fault]] tables (devmodel/faults.h): stalls, slow windows,
-// media errors, timeouts and resets within the session's first few ms and
-// blocks, so that they fire; rarely a bad one.
+// media errors, timeouts and resets within the session's first few ms,
+// requests and blocks, so that they fire; rarely a bad one.
 std::string FaultTables(FuzzedDataProvider& d) {
   static const char* const kKinds[] = {"stall",   "slow",        "media_error",
                                        "timeout", "stall",       "slow",
@@ -281,9 +281,20 @@ std::string FaultTables(FuzzedDataProvider& d) {
   for (int i = 0; i < n; ++i) {
     const std::string kind = d.PickValueInArray(kKinds);
     text += "\n[[fault]]\nkind = \"" + kind + "\"\n";
-    text += "at_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
-    // A reset lasts until the host resets the device: no duration.
-    if ((kind != "reset") != (d.ConsumeIntegralInRange(0, 31) == 0)) {
+    // When: a time, after a few requests, or (media errors and timeouts) a
+    // chance per request; rarely two of them (refused).
+    const int when = d.ConsumeIntegralInRange(0, 7);
+    const bool picked = when == 6 || when == 7;
+    if (when <= 3 || d.ConsumeIntegralInRange(0, 31) == 0) {
+      text += "at_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
+    }
+    if (when == 4 || when == 5) {
+      text += "after_requests = " + std::to_string(d.ConsumeIntegralInRange(0, 64)) + "\n";
+    }
+    if (picked) text += "probability = " + Number(d.ConsumeFloatingPointInRange(0.0, 1.0)) + "\n";
+    // A reset lasts until the host resets the device, a chance per request
+    // to the end of the run: no duration.
+    if ((kind != "reset" && !picked) != (d.ConsumeIntegralInRange(0, 31) == 0)) {
       text += "duration_ms = " + Number(d.ConsumeFloatingPointInRange(0.0, 50.0)) + "\n";
     }
     if ((kind == "slow") != (d.ConsumeIntegralInRange(0, 31) == 0)) {

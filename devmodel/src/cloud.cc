@@ -49,11 +49,13 @@ class CloudVolume final : public Device {
         credits_nano_ = std::max<std::int64_t>(0, credits_nano_ - need);
         rate = burst_iops_;
       }
-      iops_tat_ps_ = start_ps + units * 1000000000000ull / rate;
+      // A request's share of each limit, k times it while a slow fault
+      // lowers them (ScaleRateLimit).
+      iops_tat_ps_ = start_ps + Scaled(units * 1000000000000ull / rate);
       bw_tat_ps_ = std::max(bw_tat_ps_, start_ps) +
-                   static_cast<std::uint64_t>(static_cast<unsigned __int128>(r.length_bytes) *
-                                              1000000000000ull /
-                                              (std::uint64_t{c_.throughput_mib_s} * 1048576ull));
+                   Scaled(static_cast<std::uint64_t>(
+                       static_cast<unsigned __int128>(r.length_bytes) * 1000000000000ull /
+                       (std::uint64_t{c_.throughput_mib_s} * 1048576ull)));
     }
     last_start_ps_ = start_ps;
     const TimeNs start = (start_ps + 999) / 1000;
@@ -81,6 +83,10 @@ class CloudVolume final : public Device {
   bool Cancel(std::uint64_t tag) override {
     const bool had = network_ns_.erase(tag) > 0;
     return backing_->Cancel(tag) || had;
+  }
+  bool ScaleRateLimit(std::uint64_t factor_ppm) override {
+    rate_factor_ppm_ = std::max<std::uint64_t>(factor_ppm, 1000000);
+    return true;
   }
   bool deadlines_final() const override { return backing_->deadlines_final(); }
 
@@ -112,6 +118,12 @@ class CloudVolume final : public Device {
     const std::int64_t gained = static_cast<std::int64_t>(t - credits_time_ns_) * baseline_iops_;
     return static_cast<double>(std::min(cap, credits_nano_ + gained)) / kNanoPerCredit;
   }
+  // `ps` of a limit's time x rate_factor_ppm_ / 1e6 (saturating).
+  std::uint64_t Scaled(std::uint64_t ps) const {
+    if (rate_factor_ppm_ == 1000000) return ps;
+    const unsigned __int128 v = static_cast<unsigned __int128>(ps) * rate_factor_ppm_ / 1000000u;
+    return v > (~std::uint64_t{0} >> 2) ? (~std::uint64_t{0} >> 2) : static_cast<std::uint64_t>(v);
+  }
   void RefillTo(TimeNs t) {
     if (t <= credits_time_ns_) return;
     const std::int64_t cap = static_cast<std::int64_t>(c_.burst_credits) * kNanoPerCredit;
@@ -135,6 +147,8 @@ class CloudVolume final : public Device {
   TimeNs credits_time_ns_ = 0;
   std::uint64_t iops_tat_ps_ = 0, bw_tat_ps_ = 0, last_start_ps_ = 0;
   std::uint64_t requests_ = 0, io_units_ = 0, throttled_ns_ = 0;
+  // ScaleRateLimit: each request's share of the limits x this / 1e6.
+  std::uint64_t rate_factor_ppm_ = 1000000;
   // Per tag whose backing deadline is not final yet: the network time to add.
   std::unordered_map<std::uint64_t, TimeNs> network_ns_;
 };

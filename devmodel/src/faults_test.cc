@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <string>
 #include <unistd.h>
-#include <cstdlib>
+#include <vector>
 
 #include "devmodel/devmodel.h"
 #include "devmodel/profile.h"
@@ -198,11 +202,12 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 0\n",
        "test.toml:8: key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)"},
       {"[[fault]]\nkind = \"stall\"\nat_ms = -1\nduration_ms = 1\n",
-       "test.toml:8: key 'fault.at_ms' must be a number in [0, 1000000000] ms after the origin, "
-       "got -1"},
+       "test.toml:8: key 'fault.at_ms' must be a number in [0, 1000000000] ms after the origin "
+       "(default 0), got -1"},
       {"[[fault]]\nkind = \"stall\"\nduration_ms = 1\nwhen = 3\n",
-       "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, duration_ms, "
-       "factor, lba_start, lba_count, retry_ms, writes)"},
+       "test.toml:9: unknown key 'fault.when' (allowed in [[fault]]: kind, at_ms, "
+       "after_requests, probability, duration_ms, factor, lba_start, lba_count, retry_ms, "
+       "writes)"},
       {"[[fault]]\nduration_ms = 1\n", "test.toml:6: missing key 'fault.kind' (one of \"stall\" "
                                        "\"slow\" \"media_error\" \"timeout\" \"reset\")"},
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 0\n",
@@ -218,6 +223,53 @@ TEST(FaultsTest, ProfileErrorsNameTheKey) {
       {"[[fault]]\nkind = \"media_error\"\nlba_start = 2097150\nlba_count = 3\n",
        "test.toml:8: key 'fault.lba_start' + 'fault.lba_count' (2097150 + 3) ends past the "
        "device's 2097152 logical blocks of 512 bytes"},
+      // When: one of at_ms, after_requests, probability.
+      {"[[fault]]\nkind = \"stall\"\nat_ms = 1\nafter_requests = 5\nduration_ms = 1\n",
+       "test.toml:9: key 'fault.after_requests' cannot be given with 'fault.at_ms' (a fault "
+       "starts at one of at_ms, after_requests, probability)"},
+      {"[[fault]]\nkind = \"timeout\"\nafter_requests = 5\nprobability = 0.5\n",
+       "test.toml:9: key 'fault.probability' cannot be given with 'fault.after_requests' (a "
+       "fault starts at one of at_ms, after_requests, probability)"},
+      {"[[fault]]\nkind = \"media_error\"\nat_ms = 0\nprobability = 0.5\n",
+       "test.toml:9: key 'fault.probability' cannot be given with 'fault.at_ms' (a fault "
+       "starts at one of at_ms, after_requests, probability)"},
+      {"[[fault]]\nkind = \"stall\"\nafter_requests = -1\nduration_ms = 1\n",
+       "test.toml:8: key 'fault.after_requests' must be an integer in [0, 1000000000000] "
+       "requests since the origin: the fault starts at the next one, got -1"},
+      {"[[fault]]\nkind = \"stall\"\nafter_requests = 1.5\nduration_ms = 1\n",
+       "test.toml:8: key 'fault.after_requests' must be an integer in [0, 1000000000000] "
+       "requests since the origin: the fault starts at the next one, got a float"},
+      {"[[fault]]\nkind = \"stall\"\nafter_requests = 3\n",
+       "test.toml:6: key 'fault.duration_ms' must be a number of ms > 0 (at least 1 ns)"},
+      {"[[fault]]\nkind = \"reset\"\nafter_requests = 3\nduration_ms = 1\n",
+       "test.toml:9: key 'fault.duration_ms' is not for kind \"reset\" (the device stays "
+       "failed until the host resets it)"},
+      {"[[fault]]\nkind = \"stall\"\nprobability = 0.5\nduration_ms = 1\n",
+       "test.toml:8: key 'fault.probability' is for kind \"media_error\" or \"timeout\" only (it "
+       "picks single requests; stall, slow and reset are windows: start them with at_ms or "
+       "after_requests)"},
+      {"[[fault]]\nkind = \"slow\"\nprobability = 0.5\nduration_ms = 1\nfactor = 2\n",
+       "test.toml:8: key 'fault.probability' is for kind \"media_error\" or \"timeout\" only (it "
+       "picks single requests; stall, slow and reset are windows: start them with at_ms or "
+       "after_requests)"},
+      {"[[fault]]\nkind = \"reset\"\nprobability = 0.5\n",
+       "test.toml:8: key 'fault.probability' is for kind \"media_error\" or \"timeout\" only (it "
+       "picks single requests; stall, slow and reset are windows: start them with at_ms or "
+       "after_requests)"},
+      {"[[fault]]\nkind = \"timeout\"\nprobability = 0\n",
+       "test.toml:8: key 'fault.probability' must be > 0 (the chance per request)"},
+      {"[[fault]]\nkind = \"timeout\"\nprobability = 1.5\n",
+       "test.toml:8: key 'fault.probability' must be a number in [0, 1] per request, > 0 "
+       "(media_error and timeout only; seeded), got 1.5"},
+      {"[[fault]]\nkind = \"timeout\"\nprobability = \"often\"\n",
+       "test.toml:8: key 'fault.probability' must be a number in [0, 1] per request, > 0 "
+       "(media_error and timeout only; seeded), got a string"},
+      {"[[fault]]\nkind = \"media_error\"\nprobability = 0.1\nduration_ms = 5\n",
+       "test.toml:9: key 'fault.duration_ms' is not for a fault with 'fault.probability' (it "
+       "picks requests from the origin to the end of the run)"},
+      {"[[fault]]\nkind = \"media_error\"\nprobability = 0.1\nlba_start = 5\n",
+       "test.toml:6: a \"media_error\" fault with 'fault.probability' takes both "
+       "'fault.lba_start' and 'fault.lba_count' (a range) or neither (every block)"},
   };
   for (const Case& c : cases) {
     std::string error;
@@ -614,6 +666,282 @@ TEST(FaultsTest, CApiCountersCarryTheOriginWithoutFaults) {
   EXPECT_TRUE(j["faults"].empty());
   devmodel_free(json);
   devmodel_close(m);
+}
+
+// ---- Triggers: after N requests, and a seeded probability per request.
+
+std::unique_ptr<Device> LoadSeeded(const std::string& text, std::uint64_t seed) {
+  std::string error;
+  auto d = LoadProfileFromString(text, "test.toml", seed, &error);
+  EXPECT_NE(d, nullptr) << error;
+  return d;
+}
+
+Request ReadAt(std::uint64_t tag, std::uint64_t block) {
+  Request r = Read(tag);
+  r.offset_bytes = block * 4096;
+  return r;
+}
+
+TEST(FaultsTest, AfterRequestsStartsTheWindowAtTheNextRequest) {
+  // Reads of block 0 fail for 1 ms from the 4th request since the origin.
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"media_error\"\nafter_requests = 3\n"
+                             "duration_ms = 1\nlba_start = 0\nlba_count = 8\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(10 * kMs);
+  // Before the origin: neither failed nor counted.
+  EXPECT_EQ(d->Submit(Read(1), 5 * kMs).status, Status::kOk);
+  // Requests 1-3 (a flush and a read elsewhere count too): not failed.
+  Request flush;
+  flush.op = Op::kFlush;
+  flush.tag = 2;
+  EXPECT_EQ(d->Submit(flush, 10 * kMs).status, Status::kOk);
+  EXPECT_EQ(d->Submit(ReadAt(3, 100), 11 * kMs).status, Status::kOk);
+  EXPECT_EQ(d->Submit(Read(4), 12 * kMs).status, Status::kOk);
+  auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_TRUE(j["faults"][0]["start_ns"].is_null());  // not started yet
+  EXPECT_TRUE(j["faults"][0]["trigger_request"].is_null());
+  // Request 4 at 20 ms starts [20, 21) ms; it reads another block, so the
+  // window's first failed read is request 5.
+  const TimeNs s = 20 * kMs;
+  EXPECT_EQ(d->Submit(ReadAt(5, 100), s).status, Status::kOk);
+  EXPECT_EQ(d->Submit(Read(6), s + 1).status, Status::kMediaError);
+  EXPECT_EQ(d->Submit(Read(7), s + kMs - 1).status, Status::kMediaError);
+  EXPECT_EQ(d->Submit(Read(8), s + kMs).status, Status::kOk);
+  j = nlohmann::json::parse(d->CountersJson());
+  const auto& f = j["faults"][0];
+  EXPECT_EQ(f["trigger"], "after_requests");
+  EXPECT_EQ(f["after_requests"], 3);
+  EXPECT_TRUE(f["at_ns"].is_null());
+  EXPECT_EQ(f["start_ns"], s);
+  EXPECT_EQ(f["end_ns"], s + kMs);
+  EXPECT_EQ(f["trigger_request"], nlohmann::json({{"request", 4}, {"ns", s}}));
+  EXPECT_EQ(f["first_request"], nlohmann::json({{"request", 5}, {"ns", s + 1}}));
+  EXPECT_EQ(f["requests"], 2);
+  EXPECT_EQ(j["requests_since_origin"], 7);
+}
+
+TEST(FaultsTest, AfterRequestsZeroStartsAtTheFirstRequest) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nafter_requests = 0\n"
+                             "duration_ms = 50\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  const TimeNs t = 3 * kMs;
+  // The first request starts the stall at its own submission: held to its end.
+  EXPECT_EQ(d->Submit(Read(1), t).deadline_ns, t + 50 * kMs);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["trigger_request"]["request"], 1);
+  EXPECT_EQ(j["faults"][0]["start_ns"], t);
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+}
+
+TEST(FaultsTest, AfterRequestsStallKeepsTheDeadlinesAlreadyGiven) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nafter_requests = 1\n"
+                             "duration_ms = 1\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  // Request 1's deadline (10 us) was given before request 2 (at 5 us)
+  // started the stall [5 us, 1.005 ms): it stays.
+  EXPECT_EQ(d->Submit(Read(1), 0).deadline_ns, kLatencyNs);
+  EXPECT_EQ(d->Submit(Read(2), 5000).deadline_ns, 5000 + kMs);
+}
+
+TEST(FaultsTest, AfterRequestsStallsAreOrderedByTheirActualStart) {
+  // A: after 1 request, [t2, t2 + 1 ms); B: at 0.5 ms for 1 ms. With t2 =
+  // 0.2 ms a deadline in A (0.21 ms) moves to 1.2 ms, inside B, then to
+  // B's end 1.5 ms: both count it, as for two timed stalls.
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"stall\"\nafter_requests = 1\nduration_ms = 1\n"
+                             "[[fault]]\nkind = \"stall\"\nat_ms = 0.5\nduration_ms = 1\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  EXPECT_EQ(d->Submit(Read(1), 0).deadline_ns, kLatencyNs);
+  EXPECT_EQ(d->Submit(Read(2), 200000).deadline_ns, 1500000u);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["faults"][1]["requests"], 1);
+}
+
+TEST(FaultsTest, AfterRequestsSlowAndResetStartAtTheirRequest) {
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"slow\"\nafter_requests = 2\nduration_ms = 1\n"
+                             "factor = 3\n[[fault]]\nkind = \"reset\"\nafter_requests = 5\n"));
+  FaultyDevice* f = FaultyDevice::Of(d.get());
+  f->SetOrigin(0);
+  EXPECT_EQ(d->Submit(Read(1), 0).deadline_ns, kLatencyNs);
+  EXPECT_EQ(d->Submit(Read(2), kMs).deadline_ns, kMs + kLatencyNs);
+  EXPECT_EQ(d->Submit(Read(3), 2 * kMs).deadline_ns, 2 * kMs + 3 * kLatencyNs);  // starts it
+  EXPECT_EQ(d->Submit(Read(4), 3 * kMs).deadline_ns, 3 * kMs + kLatencyNs);      // past its end
+  EXPECT_EQ(d->Submit(Read(5), 4 * kMs).status, Status::kOk);
+  EXPECT_FALSE(f->Failed(10 * kMs));  // the reset waits for request 6
+  EXPECT_EQ(d->Submit(Read(6), 11 * kMs).status, Status::kLost);
+  EXPECT_FALSE(f->Failed(11 * kMs - 1));
+  EXPECT_TRUE(f->Failed(11 * kMs));
+  EXPECT_TRUE(f->HostReset(12 * kMs));
+  EXPECT_TRUE(f->Cancel(6));
+  EXPECT_EQ(d->Submit(Read(7), 12 * kMs).status, Status::kOk);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["start_ns"], 2 * kMs);
+  EXPECT_EQ(j["faults"][0]["end_ns"], 3 * kMs);
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["faults"][1]["start_ns"], 11 * kMs);
+  EXPECT_EQ(j["faults"][1]["end_ns"], 12 * kMs);
+  EXPECT_EQ(j["faults"][1]["trigger_request"]["request"], 6);
+  EXPECT_EQ(j["faults"][1]["requests"], 1);
+}
+
+TEST(FaultsTest, ATimeoutAndAMediaErrorOnOneRequestLoseItAndCountTheTimeoutOnly) {
+  // The media error comes first in the schedule; the timeout still wins,
+  // and the media error does not count the request it did not fail.
+  auto d = Load(FixedProfile(
+      "[[fault]]\nkind = \"media_error\"\nlba_start = 0\nlba_count = 8\n"
+      "[[fault]]\nkind = \"timeout\"\nat_ms = 0\nduration_ms = 1\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  EXPECT_EQ(d->Submit(Read(1), 0).status, Status::kLost);
+  EXPECT_EQ(d->Submit(Read(2), kMs).status, Status::kMediaError);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["requests"], 1);
+  EXPECT_EQ(j["faults"][0]["first_request"]["request"], 2);
+  EXPECT_EQ(j["faults"][1]["requests"], 1);
+  EXPECT_EQ(j["faults"][1]["first_request"]["request"], 1);
+}
+
+constexpr std::uint64_t kPickReads = 100000;
+constexpr double kPickP = 0.01;
+
+// kPickReads 4 KiB reads (of blocks 0, 1, ...) one every `gap_ns` from the
+// origin 0 on a device with a media_error of probability kPickP on every
+// block, under `seed`: the request numbers that failed.
+std::vector<std::uint64_t> PickedReads(std::uint64_t seed, TimeNs gap_ns,
+                                       nlohmann::json* counters = nullptr) {
+  auto d = LoadSeeded(FixedProfile("[[fault]]\nkind = \"media_error\"\nprobability = 0.01\n"),
+                      seed);
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  std::vector<std::uint64_t> failed;
+  for (std::uint64_t n = 1; n <= kPickReads; ++n) {
+    const Completion c = d->Submit(ReadAt(n, (n - 1) % 1000), (n - 1) * gap_ns);
+    if (c.status == Status::kMediaError) failed.push_back(n);
+  }
+  if (counters != nullptr) *counters = nlohmann::json::parse(d->CountersJson());
+  return failed;
+}
+
+TEST(FaultsTest, ProbabilityPicksDependOnTheSeedAndTheRequestNumbersOnly) {
+  nlohmann::json j;
+  const auto a = PickedReads(1, 10000, &j);
+  // The same seed and requests at other times: the same picks.
+  EXPECT_EQ(PickedReads(1, 37000), a);
+  // Each is what FaultPick says, for every request: the failed ones are
+  // exactly those below the probability.
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t n = 1; n <= kPickReads; ++n) {
+    if (FaultPick(1, 0, n) < kPickP) expected.push_back(n);
+  }
+  EXPECT_EQ(a, expected);
+  // The counters: every pick counted, the first kMaxListedPicks listed with
+  // their time; the first request is the first pick.
+  const auto& f = j["faults"][0];
+  EXPECT_EQ(f["trigger"], "probability");
+  EXPECT_EQ(f["probability"], kPickP);
+  EXPECT_EQ(f["requests"], a.size());
+  EXPECT_EQ(f["start_ns"], 0);
+  EXPECT_TRUE(f["end_ns"].is_null());
+  EXPECT_EQ(f["lba_count"], 0);  // every block
+  ASSERT_EQ(f["picks"].size(), std::min(a.size(), kMaxListedPicks));
+  for (std::size_t k = 0; k < f["picks"].size(); ++k) {
+    EXPECT_EQ(f["picks"][k]["request"], a[k]);
+    EXPECT_EQ(f["picks"][k]["ns"], (a[k] - 1) * 10000);
+  }
+  EXPECT_EQ(f["first_request"]["request"], a.front());
+}
+
+TEST(FaultsTest, ProbabilityRateIsWithinTheBinomialBoundAndSeedsPickApart) {
+  // X ~ Binomial(n = 1e5, p = 0.01), mean mu = 1000. Chernoff: P(|X - mu|
+  // >= d mu) <= 2 exp(-d^2 mu / 3); d = 0.2 gives 3.2e-6 per seed. Two
+  // seeds' picks overlap ~ Binomial(n, p^2), mean 10; P(>= 50) <=
+  // exp(-4^2 x 10 / (2 + 4)) = 2.6e-12.
+  const double mu = kPickReads * kPickP;
+  std::vector<std::vector<std::uint64_t>> picks;
+  for (std::uint64_t seed : {1, 2, 3, 0x5eed}) {
+    picks.push_back(PickedReads(seed, 10000));
+    const double x = static_cast<double>(picks.back().size());
+    EXPECT_LT(std::abs(x - mu), 0.2 * mu) << "seed " << seed;
+  }
+  for (std::size_t a = 0; a < picks.size(); ++a) {
+    for (std::size_t b = a + 1; b < picks.size(); ++b) {
+      EXPECT_NE(picks[a], picks[b]);
+      std::vector<std::uint64_t> both;
+      std::set_intersection(picks[a].begin(), picks[a].end(), picks[b].begin(), picks[b].end(),
+                            std::back_inserter(both));
+      EXPECT_LT(both.size(), 50u) << a << " " << b;
+    }
+  }
+}
+
+TEST(FaultsTest, ProbabilityPicksOnlyRequestsTheFaultCouldFail) {
+  // A timeout of probability 1 on blocks [8, 16): every read there is lost,
+  // a read beside it, a write (no `writes`) and a flush are not, yet they
+  // are numbered.
+  auto d = Load(FixedProfile("[[fault]]\nkind = \"timeout\"\nprobability = 1\nlba_start = 8\n"
+                             "lba_count = 8\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  Request w = ReadAt(1, 1);
+  w.op = Op::kWrite;
+  EXPECT_EQ(d->Submit(w, 0).status, Status::kOk);
+  EXPECT_EQ(d->Submit(ReadAt(2, 3), 0).status, Status::kOk);
+  EXPECT_EQ(d->Submit(ReadAt(3, 1), 0).status, Status::kLost);
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["picks"],
+            nlohmann::json::array({{{"request", 3}, {"ns", 0}}}));
+}
+
+// A cloud volume with a fixed 1000 IOPS cap over a zero-latency backing,
+// no network time: I/O passes the throttle 1 ms apart.
+std::string CloudProfile(const std::string& faults) {
+  return "[device]\nmodel = \"cloud\"\n[cloud]\nbacking = \"zero\"\niops_cap = 1000\n"
+         "throughput_mib_s = 100000\nlatency_floor_us = 0\nlatency_jitter_mean_us = 0\n"
+         "[zero]\ncapacity_bytes = 1073741824\nlatency_us = 0\n" +
+         faults;
+}
+
+TEST(FaultsTest, SlowLowersACloudVolumesRateLimitInsteadOfServiceTimes) {
+  auto plain = Load(CloudProfile(""));
+  auto d = Load(CloudProfile("[[fault]]\nkind = \"slow\"\nat_ms = 100\nduration_ms = 100\n"
+                             "factor = 4\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  const TimeNs s = 100 * kMs;
+  // Five reads at once before the window: 1 ms apart, as without the fault.
+  for (std::uint64_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(d->Submit(Read(k), 0).deadline_ns, k * kMs);
+    EXPECT_EQ(plain->Submit(Read(k), 0).deadline_ns, k * kMs);
+  }
+  // Five at the window's start: each takes 4 ms of the limit (250 IOPS).
+  for (std::uint64_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(d->Submit(Read(10 + k), s).deadline_ns, s + 4 * k * kMs);
+  }
+  // Submitted after the window, behind the last one's 4 ms: 1 ms apart again.
+  const TimeNs e = s + 100 * kMs;
+  for (std::uint64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(d->Submit(Read(20 + k), e).deadline_ns, e + k * kMs);
+  }
+  const auto j = nlohmann::json::parse(d->CountersJson());
+  EXPECT_EQ(j["faults"][0]["requests"], 5);
+  EXPECT_EQ(j["faults"][0]["lowers_rate_limit"], true);
+  EXPECT_EQ(j["model"], "cloud");
+  // A lone request in the window below the limit keeps its service time: the
+  // limit, not the backing device or the network, is what is lowered.
+  auto lone = Load(CloudProfile("[[fault]]\nkind = \"slow\"\nat_ms = 0\nduration_ms = 100\n"
+                                "factor = 4\n"));
+  FaultyDevice::Of(lone.get())->SetOrigin(0);
+  EXPECT_EQ(lone->Submit(Read(1), kMs).deadline_ns, kMs);
+  EXPECT_EQ(lone->Submit(Read(2), 10 * kMs).deadline_ns, 10 * kMs);
+}
+
+TEST(FaultsTest, SlowAfterRequestsLowersACloudVolumesRateFromItsRequest) {
+  auto d = Load(CloudProfile("[[fault]]\nkind = \"slow\"\nafter_requests = 2\n"
+                             "duration_ms = 100\nfactor = 2.5\n"));
+  FaultyDevice::Of(d.get())->SetOrigin(0);
+  // Requests 1 and 2 at the limit's 1 ms; 3 starts the window, so 3 and 4
+  // take 2.5 ms each.
+  EXPECT_EQ(d->Submit(Read(1), 0).deadline_ns, 0u);
+  EXPECT_EQ(d->Submit(Read(2), 0).deadline_ns, kMs);
+  EXPECT_EQ(d->Submit(Read(3), 0).deadline_ns, 2 * kMs);
+  EXPECT_EQ(d->Submit(Read(4), 0).deadline_ns, 2 * kMs + 2500000);
+  EXPECT_EQ(d->Submit(Read(5), 0).deadline_ns, 2 * kMs + 5000000);
 }
 
 }  // namespace

@@ -254,10 +254,17 @@ std::vector<Key> FaultKeys() {
   };
   return {
       kind,
-      Scaled("at_ms", &C::at_ns, 0, 1e9, 1e6, "ms after the origin"),
+      Scaled("at_ms", &C::at_ns, 0, 1e9, 1e6,
+             "ms after the origin (default 0)"),
+      Int("after_requests", &C::after_requests, 0, 1e12,
+          "requests since the origin: the fault starts at the next one"),
+      Real("probability", &C::probability, 0, 1,
+           "per request, > 0 (media_error and timeout only; seeded)"),
       Scaled("duration_ms", &C::duration_ns, 0, 1e9, 1e6,
-             "ms (> 0; media_error: absent = to the end of the run; not on reset)"),
-      Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6, "x service time (> 1; slow only)"),
+             "ms (> 0; media_error: absent = to the end of the run; not on reset or with "
+             "probability)"),
+      Scaled("factor", &C::factor_ppm, 1, 1e6, 1e6,
+             "x service time, or a cloud volume's rate limit / factor (> 1; slow only)"),
       Int("lba_start", &C::lba_start, 0, 0x1p60,
           "logical blocks (media_error; timeout: absent = every block)"),
       Int("lba_count", &C::lba_count, 1, 0x1p60,
@@ -577,7 +584,8 @@ class Loader {
     if (device == nullptr) *error_ = name_ + ":" + LineOfFirstKeyIn(why) + " " + why;
     if (device != nullptr && !CheckFaultRanges(faults, *device)) return nullptr;
     if (device != nullptr && !faults.empty()) {
-      device = std::make_unique<FaultyDevice>(std::move(device), FaultSchedule(std::move(faults)));
+      device = std::make_unique<FaultyDevice>(std::move(device),
+                                              FaultSchedule(std::move(faults), seed));
     }
     return device;
   }
@@ -601,7 +609,9 @@ class Loader {
     return true;
   }
 
-  // Every [[fault]] table: kind required; duration_ms required but on
+  // Every [[fault]] table: kind required; at most one of at_ms (default 0),
+  // after_requests, probability ("media_error" and "timeout" only, > 0, no
+  // duration_ms, the range optional); duration_ms required but on
   // "media_error" (absent: to the end of the run); factor on "slow" only (and
   // then required); lba_start, lba_count (required), retry_ms and writes on
   // "media_error"; lba_start and lba_count (both or neither) and writes on
@@ -626,6 +636,43 @@ class Loader {
       const bool reset = f.kind == FaultKind::kReset;
       const bool media = f.kind == FaultKind::kMediaError;
       const bool timeout = f.kind == FaultKind::kTimeout;
+      // When: at most one of at_ms (default 0), after_requests, probability.
+      const char* when = nullptr;
+      for (const char* key : {"at_ms", "after_requests", "probability"}) {
+        if (!table.contains(key)) continue;
+        if (when != nullptr) {
+          return Fail(table.at(key), std::string("key 'fault.") + key +
+                                         "' cannot be given with 'fault." + when +
+                                         "' (a fault starts at one of at_ms, after_requests, "
+                                         "probability)");
+        }
+        when = key;
+      }
+      const bool picked = table.contains("probability");
+      if (table.contains("after_requests")) f.trigger = FaultTrigger::kAfterRequests;
+      if (picked) {
+        f.trigger = FaultTrigger::kProbability;
+        if (!media && !timeout) {
+          return Fail(table.at("probability"),
+                      "key 'fault.probability' is for kind \"media_error\" or \"timeout\" only "
+                      "(it picks single requests; stall, slow and reset are windows: start them "
+                      "with at_ms or after_requests)");
+        }
+        if (!(f.probability > 0)) {
+          return Fail(table.at("probability"),
+                      "key 'fault.probability' must be > 0 (the chance per request)");
+        }
+        if (table.contains("duration_ms")) {
+          return Fail(table.at("duration_ms"),
+                      "key 'fault.duration_ms' is not for a fault with 'fault.probability' (it "
+                      "picks requests from the origin to the end of the run)");
+        }
+        if (media && table.contains("lba_start") != table.contains("lba_count")) {
+          return Fail(table, "a \"media_error\" fault with 'fault.probability' takes both "
+                             "'fault.lba_start' and 'fault.lba_count' (a range) or neither "
+                             "(every block)");
+        }
+      }
       for (const char* key : {"lba_start", "lba_count", "retry_ms", "writes"}) {
         const bool timeout_key = std::string(key) != "retry_ms";
         if (!media && !(timeout && timeout_key) && table.contains(key)) {
@@ -641,10 +688,10 @@ class Loader {
       if (timeout && table.contains("factor")) {
         return Fail(table.at("factor"), "key 'fault.factor' is for kind \"slow\" only");
       }
-      if (media && !table.contains("lba_count")) {
+      if (media && !picked && !table.contains("lba_count")) {
         return Fail(table, "missing key 'fault.lba_count' (blocks that fail, from lba_start)");
       }
-      if (media && !table.contains("lba_start")) {
+      if (media && !picked && !table.contains("lba_start")) {
         return Fail(table, "missing key 'fault.lba_start' (the first block that fails)");
       }
       if (media && table.contains("factor")) {
@@ -658,7 +705,7 @@ class Loader {
                     "key 'fault.duration_ms' is not for kind \"reset\" (the device stays "
                     "failed until the host resets it)");
       }
-      if (reset || (media && !table.contains("duration_ms"))) {
+      if (reset || picked || (media && !table.contains("duration_ms"))) {
         f.duration_ns = kForever;
       } else if (!table.contains("duration_ms") || f.duration_ns == 0) {
         return Fail(table.contains("duration_ms") ? table.at("duration_ms") : table,

@@ -18,9 +18,13 @@ Status, so the kernel resets at its first timeout; NVMe only so far). The librar
 appends them to the profile QEMU reads for that device, and reads back from
 the model's counters which faults fired and when.
 
-The window counts from the workload's start, which the guest itself marks
-(blklab-jobpoint --origin, qemu-patches/0052), so faults need
-deterministic mode.
+A fault starts at `at_ms` after the workload's start, or at the request
+after the first `after_requests` the device received since then (any op,
+in arrival order), or (media_error and timeout only) picks each request it
+could fail with `probability`, drawn from the device model's seed and the
+request's number, so the same seed picks the same requests. The workload's
+start is the guest's own mark (blklab-jobpoint --origin,
+qemu-patches/0052), so faults need deterministic mode.
 """
 
 from __future__ import annotations
@@ -38,10 +42,18 @@ FRONT_ENDS = {"media_error": ("nvme",), "timeout": ("nvme",), "reset": ("nvme",)
 MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
 MAX_RETRY_MS = 1e6
 MAX_FACTOR = 1e6
+MAX_REQUESTS = 10**12  # the library's bound on after_requests
+# When a fault starts: exactly one of these (media_error: none = at_ms 0).
+WHEN_KEYS = ("at_ms", "after_requests", "probability")
+# The kinds a probability may pick requests for: those that act on one
+# request. stall, slow and reset are windows of time; a chance per request
+# would start overlapping windows at random, so they start at a time or
+# after a number of requests.
+PICKED_KINDS = ("media_error", "timeout")
 _TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|m|h)?$")
 _MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
-_KEYS = ("device", "kind", "at_ms", "duration_ms", "factor", "lba_start", "lba_count",
-         "retry_ms", "writes")
+_KEYS = ("device", "kind", "at_ms", "after_requests", "probability", "duration_ms", "factor",
+         "lba_start", "lba_count", "retry_ms", "writes")
 _MEDIA_KEYS = ("lba_start", "lba_count", "retry_ms", "writes")
 _TIMEOUT_KEYS = ("lba_start", "lba_count", "writes")
 # Kernel log lines about a failing device: the block layer's and the
@@ -58,7 +70,9 @@ _KERNEL_ERROR = re.compile(
 class DeviceFault:
     device: str  # a [[device]] name
     kind: str  # one of KINDS
-    at_ms: float  # ms of virtual time after the workload starts
+    # ms of virtual time after the workload starts; None when the fault
+    # starts after_requests or picks requests with a probability
+    at_ms: float | None
     # > 0; None: to the end of the run (media_error), until the host resets
     # the device (reset: always None)
     duration_ms: float | None
@@ -71,17 +85,37 @@ class DeviceFault:
     lba_count: int | None = None
     retry_ms: float | None = None
     writes: bool | None = None
+    # The request count since the workload's start after which it starts
+    # (the next request starts it), or None.
+    after_requests: int | None = None
+    # media_error and timeout: the chance that each request the fault could
+    # fail is failed (0 < p <= 1), from the workload's start to the end of
+    # the run, or None.
+    probability: float | None = None
+
+    @property
+    def trigger(self) -> str:
+        """How it starts, as the device model's counters name it."""
+        if self.after_requests is not None:
+            return "after_requests"
+        return "probability" if self.probability is not None else "at_ms"
 
     def to_json(self) -> dict[str, Any]:
         j = asdict(self)
-        for key in _MEDIA_KEYS:  # a stall or slow fault's record stays as it was
+        for key in _MEDIA_KEYS + WHEN_KEYS[1:]:  # a timed fault's record stays as it was
             if j[key] is None:
                 del j[key]
         return j
 
     def profile_table(self) -> str:
         """The [[fault]] table the library reads (devmodel/profiles/README.md)."""
-        lines = ["[[fault]]", f'kind = "{self.kind}"', f"at_ms = {float(self.at_ms)!r}"]
+        lines = ["[[fault]]", f'kind = "{self.kind}"']
+        if self.at_ms is not None:
+            lines.append(f"at_ms = {float(self.at_ms)!r}")
+        if self.after_requests is not None:
+            lines.append(f"after_requests = {int(self.after_requests)}")
+        if self.probability is not None:
+            lines.append(f"probability = {float(self.probability)!r}")
         if self.duration_ms is not None:
             lines.append(f"duration_ms = {float(self.duration_ms)!r}")
         if self.factor is not None:
@@ -135,8 +169,9 @@ def run_length_ms(jobs: list) -> tuple[float | None, str | None]:
 def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
           mode_why: str) -> tuple[DeviceFault, ...]:
     """The scenario's [[fault]] tables, each checked: a known kind, a
-    [[device]] with a profile, a window inside the run, deterministic
-    mode. Raises ScenarioError naming the file and the key."""
+    [[device]] with a profile, one way to start (at_ms, after_requests or
+    probability) that the kind allows, a window inside the run,
+    deterministic mode. Raises ScenarioError naming the file and the key."""
     from blklab.errors import ScenarioError
     from blklab.scenario import _Reader
 
@@ -169,17 +204,15 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
             if key in table and key not in allowed:
                 raise r.error(key, 'applies to kind "media_error" only' if key == "retry_ms"
                               else 'applies to kinds "media_error" and "timeout" only')
-        # A media error from the workload's start to its end needs no window;
-        # a reset happens at a time.
-        at_ms = r.get("at_ms", (int, float), 0, required=kind != "media_error")
-        if not 0 <= at_ms <= MAX_MS:
-            raise r.error("at_ms", f"must be between 0 and {MAX_MS:.0f} (ms after the "
-                          f"workload starts), got {at_ms}")
+        at_ms, after_requests, probability = _when(r, table, kind)
         if kind == "reset" and "duration_ms" in table:
             raise r.error("duration_ms", 'does not apply to kind "reset": the device stays '
                           "failed until the guest's kernel resets it")
+        if probability is not None and "duration_ms" in table:
+            raise r.error("duration_ms", "does not apply with probability: it picks requests "
+                          "from the workload's start to the end of the run")
         duration_ms = r.get("duration_ms", (int, float),
-                            required=kind not in ("media_error", "reset"))
+                            required=kind not in ("media_error", "reset") and probability is None)
         if duration_ms is not None and not 0 < duration_ms <= MAX_MS:
             raise r.error("duration_ms", f"must be above 0 and at most {MAX_MS:.0f} (ms), "
                           f"got {duration_ms}")
@@ -204,10 +237,10 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
                 raise r.error("factor", f"must be above 1 and at most {MAX_FACTOR:.0f}, got "
                               f"{factor}")
         media: dict[str, Any] = {}
-        if kind == "media_error":
+        if kind == "media_error" and probability is None:
             media = _media_keys(r, device)
-        if kind == "timeout":
-            media = _timeout_keys(r, table, device)
+        elif kind in PICKED_KINDS:  # a timeout; a picked media error: the range is optional
+            media = _timeout_keys(r, table, device, kind)
         if mode != "deterministic":
             raise r.error(None, f"faults need deterministic mode ({mode_why} is {mode}): their "
                           "windows count from the guest's own instruction at the workload's "
@@ -217,17 +250,60 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         if length is None:
             raise r.error(None, f"the run's length is not known, so the window cannot be "
                           f"checked: {why} (give every [[job]] a runtime)")
-        if duration_ms is None and at_ms >= length:
+        if at_ms is not None and duration_ms is None and at_ms >= length:
             raise r.error("at_ms", f"the fault starts at {at_ms:g} ms, past the run: the "
                           f"longest job's startdelay + runtime is {length:g} ms")
-        if duration_ms is not None and at_ms + duration_ms > length:
+        if at_ms is not None and duration_ms is not None and at_ms + duration_ms > length:
             raise r.error("duration_ms", f"the window [{at_ms:g}, {at_ms + duration_ms:g}) ms "
                           f"ends past the run: the longest job's startdelay + runtime is "
                           f"{length:g} ms")
-        faults.append(DeviceFault(name, kind, float(at_ms),
+        if after_requests is not None and duration_ms is not None and duration_ms > length:
+            raise r.error("duration_ms", f"the window of {duration_ms:g} ms is longer than the "
+                          f"run: the longest job's startdelay + runtime is {length:g} ms")
+        faults.append(DeviceFault(name, kind, None if at_ms is None else float(at_ms),
                                   None if duration_ms is None else float(duration_ms),
-                                  None if factor is None else float(factor), **media))
+                                  None if factor is None else float(factor), **media,
+                                  after_requests=after_requests,
+                                  probability=None if probability is None else float(probability)))
     return tuple(faults)
+
+
+def _when(r, table, kind: str) -> tuple[float | None, int | None, float | None]:
+    """(at_ms, after_requests, probability): exactly one given (a media
+    error without any starts at 0 and lasts to the end of the run)."""
+    allowed = WHEN_KEYS if kind in PICKED_KINDS else WHEN_KEYS[:2]
+    given = [k for k in WHEN_KEYS if k in table]
+    r.used.update(WHEN_KEYS)
+    if len(given) > 1:
+        raise r.error(given[1], f"cannot be given with {given[0]}: a fault starts at one of "
+                      f"{', '.join(allowed)}")
+    if "probability" in table and kind not in PICKED_KINDS:
+        raise r.error("probability", f'applies to kinds "media_error" and "timeout" only (a '
+                      f'chance per request picks single requests; "{kind}" is a window: start '
+                      "it with at_ms or after_requests)")
+    if not given:
+        if kind != "media_error":
+            raise r.error("at_ms", f"is required, or one of {', '.join(allowed[1:])} (when the "
+                          "fault starts)")
+        return 0.0, None, None
+    if given[0] == "at_ms":
+        at_ms = r.get("at_ms", (int, float))
+        if not 0 <= at_ms <= MAX_MS:
+            raise r.error("at_ms", f"must be between 0 and {MAX_MS:.0f} (ms after the "
+                          f"workload starts), got {at_ms}")
+        return at_ms, None, None
+    if given[0] == "after_requests":
+        n = r.get("after_requests", int)
+        if not 0 <= n <= MAX_REQUESTS:
+            raise r.error("after_requests", f"must be between 0 and {MAX_REQUESTS} (requests "
+                          f"the device receives after the workload starts before the fault "
+                          f"does), got {n}")
+        return None, n, None
+    p = r.get("probability", (int, float))
+    if not 0 < p <= 1:
+        raise r.error("probability", f"must be above 0 and at most 1 (the chance per request), "
+                      f"got {p}")
+    return None, None, p
 
 
 def _media_keys(r, device) -> dict[str, Any]:
@@ -236,28 +312,39 @@ def _media_keys(r, device) -> dict[str, Any]:
     lba_start = r.get("lba_start", int, required=True)
     lba_count = r.get("lba_count", int, required=True)
     _check_range(r, device, lba_start, lba_count)
-    retry_ms = r.get("retry_ms", (int, float), None)
-    if retry_ms is not None and not 0 <= retry_ms <= MAX_RETRY_MS:
-        raise r.error("retry_ms", f"must be between 0 and {MAX_RETRY_MS:.0f} (ms the drive "
-                      f"retries before it reports the error), got {retry_ms}")
+    retry_ms = _retry_ms(r)
     writes = r.get("writes", bool, None)
-    return {"lba_start": lba_start, "lba_count": lba_count,
-            "retry_ms": None if retry_ms is None else float(retry_ms), "writes": writes}
+    return {"lba_start": lba_start, "lba_count": lba_count, "retry_ms": retry_ms,
+            "writes": writes}
 
 
-def _timeout_keys(r, table, device) -> dict[str, Any]:
+def _timeout_keys(r, table, device, kind: str = "timeout") -> dict[str, Any]:
     """lba_start and lba_count (both, the range inside the device, or
-    neither: every block) and writes of a timeout fault."""
+    neither: every block) and writes of a timeout fault, or of a media
+    error with a probability (and its retry_ms)."""
     if ("lba_start" in table) != ("lba_count" in table):
+        what = ('a "timeout" fault' if kind == "timeout"
+                else 'a "media_error" fault with probability')
         raise r.error("lba_count" if "lba_start" in table else "lba_start",
-                      'a "timeout" fault takes both lba_start and lba_count (a range) or '
-                      "neither (every block)")
+                      f"{what} takes both lba_start and lba_count (a range) or neither "
+                      "(every block)")
     lba_start = r.get("lba_start", int, None)
     lba_count = r.get("lba_count", int, None)
     if lba_start is not None:
         _check_range(r, device, lba_start, lba_count)
-    return {"lba_start": lba_start, "lba_count": lba_count,
+    keys = {"lba_start": lba_start, "lba_count": lba_count,
             "writes": r.get("writes", bool, None)}
+    if kind == "media_error":
+        keys["retry_ms"] = _retry_ms(r)
+    return keys
+
+
+def _retry_ms(r) -> float | None:
+    retry_ms = r.get("retry_ms", (int, float), None)
+    if retry_ms is not None and not 0 <= retry_ms <= MAX_RETRY_MS:
+        raise r.error("retry_ms", f"must be between 0 and {MAX_RETRY_MS:.0f} (ms the drive "
+                      f"retries before it reports the error), got {retry_ms}")
+    return None if retry_ms is None else float(retry_ms)
 
 
 def _check_range(r, device, lba_start: int, lba_count: int) -> None:
@@ -285,21 +372,31 @@ def kernel_error_lines(console: str) -> list[str]:
 def fired(asked: list[DeviceFault] | tuple[DeviceFault, ...],
           counters: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Per fault asked for the cell's device: the request, its window on
-    the virtual clock (from the model's counters: absolute ns, and ms after
-    the origin), and how many requests it moved. `origin_ns` None: the
-    guest never marked the workload's start, so no fault applied."""
+    the virtual clock (from the model's counters: absolute ns), how many
+    requests it moved, failed or lost, and which: `first_request` (the
+    first, {"request": its number since the workload's start, "ns": its
+    submission}), `trigger_request` (after_requests: the request that
+    started it) and `picks` (probability: the requests picked, the first
+    1000). `origin_ns` None: the guest never marked the workload's start,
+    so no fault applied."""
     model = (counters or {}).get("faults") or []
     origin = (counters or {}).get("fault_origin_ns")
     out = []
     for i, f in enumerate(asked):
         m = model[i] if i < len(model) else {}
-        out.append(f.to_json() | {
+        one = f.to_json() | {
             "origin_ns": origin,
             "start_ns": m.get("start_ns"),
             "end_ns": m.get("end_ns"),
             "requests": m.get("requests"),
             "fired": bool(m.get("requests")),
-        })
+            "first_request": m.get("first_request"),
+        }
+        if f.after_requests is not None:
+            one["trigger_request"] = m.get("trigger_request")
+        if f.probability is not None:
+            one["picks"] = m.get("picks")
+        out.append(one)
     return out
 
 
@@ -319,4 +416,7 @@ def failure(asked: list[DeviceFault] | tuple[DeviceFault, ...],
     for i, (f, m) in enumerate(zip(asked, model)):
         if m.get("kind") != f.kind:
             return f"fault[{i}]: the model has kind '{m.get('kind')}', asked '{f.kind}'"
+        if m.get("trigger", "at_ms") != f.trigger:
+            return (f"fault[{i}]: the model starts it by '{m.get('trigger', 'at_ms')}', asked "
+                    f"'{f.trigger}'")
     return None

@@ -145,12 +145,19 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
         return None
     # The device's [[fault]] windows (the same in every cell of the device),
     # from the workload's start as the series are.
-    asked = next((c["request"].get("faults") for c in cells if c["request"].get("faults")), [])
+    first = next((c for c in cells if c["request"].get("faults")), None)
+    asked = first["request"]["faults"] if first else []
     colours = FAULT_COLOURS
     for k, f in enumerate(asked):
         label = f["kind"] + (f" x{f['factor']:g}" if f.get("factor") else "")
         if f.get("lba_start") is not None:
             label += f" LBA {f['lba_start']}+{f['lba_count']}"
+        if f.get("at_ms") is None:  # after_requests, probability: where it fired in that cell
+            fired_list = first.get("faults") or []
+            fired = fired_list[k] if k < len(fired_list) else {}
+            _shade_fired(ax_iops, fired, f, colours[f["kind"]], f"fault: {label} "
+                         f"({fault_when(f)}, {first['cell_id']})")
+            continue
         for ax in (ax_iops, ax_p99):
             start = f["at_ms"] / 1e3
             if f["duration_ms"] is None:  # to the end of the run, or to the host's reset
@@ -169,6 +176,29 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     for ax in (ax_iops, ax_p99):
         ax.grid(True, alpha=0.3)
     return _png(fig)
+
+
+def _shade_fired(ax, fired: dict[str, Any], asked: dict[str, Any], colour: str,
+                 label: str) -> None:
+    """An after_requests fault's window, or a probability fault's picks,
+    as one cell's model applied them (s after the workload's start)."""
+    origin = fired.get("origin_ns")
+    if origin is None:
+        return
+    picks = fired.get("picks")
+    if picks:
+        for i, p in enumerate(picks):
+            ax.axvline((p["ns"] - origin) / 1e9, color=colour, alpha=0.3, linewidth=0.5,
+                       label=label if i == 0 else None)
+        return
+    if fired.get("start_ns") is None:
+        return
+    start = (fired["start_ns"] - origin) / 1e9
+    if fired.get("end_ns") is None:
+        ax.axvline(start, color=colour, alpha=0.5, label=label)
+    else:
+        ax.axvspan(start, (fired["end_ns"] - origin) / 1e9, color=colour, alpha=0.15,
+                   label=label)
 
 
 def _fmt(x: Any, scale: float = 1.0, digits: int = 1) -> str:
@@ -239,9 +269,9 @@ only knowing that.</p><ul>
 {% endfor %}</table>
 {% if d.counters_zero %}<p class="note">Zero in every cell: {{ d.counters_zero|join(", ") }}.</p>{% endif %}{% endif %}
 {% if d.faults %}<h3>Device faults</h3>
-<p class="note">The scenario's [[fault]] windows on this device, in ms after the workload's start (the guest's own mark, from which the device model counts them), and on the virtual clock as the model applied them; "requests" is how many completions each moved, or failed for a media error (docs/faults.md).</p>
-<table class="faults"><tr><th class="l">cell</th><th class="l">kind</th><th>at (ms)</th><th>duration (ms)</th><th>factor</th><th>start (ns)</th><th>end (ns)</th><th>requests</th><th class="l">fired</th></tr>
-{% for f in d.faults %}<tr><td class="l">{{ f.cell_id }}</td><td class="l">{{ f.kind }}</td><td>{{ f.at_ms }}</td><td>{{ f.duration_ms }}</td><td>{{ f.factor }}</td><td>{{ f.start_ns }}</td><td>{{ f.end_ns }}</td><td>{{ f.requests }}</td><td class="l">{{ f.fired }}</td></tr>
+<p class="note">The scenario's [[fault]] windows on this device: when each starts (ms after the workload's start, the guest's own mark from which the device model counts; after a number of requests since then; or a chance per request), and on the virtual clock as the model applied them; "requests" is how many completions each moved, failed or lost, "first request" the first of them (its number since the workload's start and its submission, ns), "trigger" the request that started an after_requests fault (docs/faults.md).</p>
+<table class="faults"><tr><th class="l">cell</th><th class="l">kind</th><th class="l">when</th><th>duration (ms)</th><th>factor</th><th>start (ns)</th><th>end (ns)</th><th>requests</th><th class="l">first request</th><th class="l">trigger</th><th class="l">fired</th></tr>
+{% for f in d.faults %}<tr><td class="l">{{ f.cell_id }}</td><td class="l">{{ f.kind }}</td><td class="l">{{ f.when }}</td><td>{{ f.duration_ms }}</td><td>{{ f.factor }}</td><td>{{ f.start_ns }}</td><td>{{ f.end_ns }}</td><td>{{ f.requests }}</td><td class="l">{{ f.first_request }}</td><td class="l">{{ f.trigger_request }}</td><td class="l">{{ f.fired }}</td></tr>
 {% endfor %}</table>{% endif %}
 {% if d.btt %}<h3>blktrace / btt</h3>
 <table><tr><th class="l">cell</th>{% for k in d.btt_keys %}<th>{{ k }}</th>{% endfor %}</tr>
@@ -452,15 +482,30 @@ def fault_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for k, asked in enumerate(c["request"].get("faults") or []):
             f = fired[k] if fired and k < len(fired) else {}
             rows.append({"cell_id": c["cell_id"], "kind": asked["kind"],
-                         "at_ms": f"{asked['at_ms']:g}",
+                         "when": fault_when(asked),
                          "duration_ms": "to the end" if asked["duration_ms"] is None
                          else f"{asked['duration_ms']:g}",
                          "factor": "-" if asked.get("factor") is None else f"{asked['factor']:g}",
                          "start_ns": _fmt_int(f.get("start_ns")),
                          "end_ns": _fmt_int(f.get("end_ns")),
                          "requests": _fmt_int(f.get("requests")),
+                         "first_request": _fmt_request(f.get("first_request")),
+                         "trigger_request": _fmt_request(f.get("trigger_request")),
                          "fired": "-" if not f else ("yes" if f.get("fired") else "no")})
     return rows
+
+
+def fault_when(asked: dict[str, Any]) -> str:
+    """How a [[fault]] as recorded in a cell's request starts."""
+    if asked.get("after_requests") is not None:
+        return f"after {asked['after_requests']:,} requests"
+    if asked.get("probability") is not None:
+        return f"p = {asked['probability']:g} per request"
+    return f"at {asked['at_ms']:g} ms"
+
+
+def _fmt_request(r: dict[str, Any] | None) -> str:
+    return "-" if not r else f"#{r['request']:,} at {r['ns']:,} ns"
 
 
 def app_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:

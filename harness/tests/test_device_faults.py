@@ -5,6 +5,8 @@ the model did not apply fails the cell."""
 
 import subprocess
 
+import pytest
+
 from blklab import device_faults, paths, report, scenario
 from blklab.bundle import JobBundle
 from blklab.device_faults import DeviceFault
@@ -206,7 +208,7 @@ def test_fired_reads_the_model_counters(tmp_path):
     assert fired[0] | {} == {"device": "d0", "kind": "stall", "at_ms": 100.0,
                              "duration_ms": 50.0, "factor": None, "origin_ns": 5_000_000_000,
                              "start_ns": 5_100_000_000, "end_ns": 5_150_000_000,
-                             "requests": 1, "fired": True}
+                             "requests": 1, "fired": True, "first_request": None}
     assert fired[1]["fired"] is False and fired[1]["factor"] == 4.0
     assert device_faults.failure(asked, COUNTERS) is None
 
@@ -235,3 +237,175 @@ def test_report_lists_each_fault_of_each_cell(tmp_path):
 
 def test_the_timeline_shades_every_kind():
     assert set(report.FAULT_COLOURS) == set(device_faults.KINDS)
+
+
+# ---- When a fault starts: at_ms, after_requests, probability.
+
+BASE = SCENARIO.split("[[fault]]")[0]
+
+
+def test_after_requests_and_probability_reach_the_profile(tmp_path):
+    text = BASE + (
+        '[[fault]]\ndevice = "d0"\nkind = "stall"\nafter_requests = 1000\nduration_ms = 5\n'
+        '[[fault]]\ndevice = "d1"\nkind = "media_error"\nprobability = 0.01\n'
+        '[[fault]]\ndevice = "d1"\nkind = "timeout"\nprobability = 1\nlba_start = 8\n'
+        'lba_count = 8\n'
+        '[[fault]]\ndevice = "d1"\nkind = "media_error"\nafter_requests = 0\nlba_start = 8\n'
+        'lba_count = 8\n')
+    s = load(tmp_path, text)
+    stall, picked, lost, counted = s.faults
+    assert stall == DeviceFault("d0", "stall", None, 5.0, after_requests=1000)
+    assert stall.trigger == "after_requests"
+    assert stall.to_json() == {"device": "d0", "kind": "stall", "at_ms": None,
+                               "duration_ms": 5.0, "factor": None, "after_requests": 1000}
+    assert picked == DeviceFault("d1", "media_error", None, None, probability=0.01)
+    assert picked.trigger == "probability"
+    assert picked.to_json() == {"device": "d1", "kind": "media_error", "at_ms": None,
+                                "duration_ms": None, "factor": None, "probability": 0.01}
+    assert lost == DeviceFault("d1", "timeout", None, None, None, 8, 8, probability=1.0)
+    assert counted == DeviceFault("d1", "media_error", None, None, None, 8, 8,
+                                  after_requests=0)
+    # A record reads back as the fault it was made from (cell.py's check).
+    for f in s.faults:
+        assert DeviceFault(**f.to_json()) == f
+    d0, d1 = s.devices
+    assert d0.profile.text.endswith('[[fault]]\nkind = "stall"\nafter_requests = 1000\n'
+                                    'duration_ms = 5.0\n')
+    assert d1.profile.text.endswith(
+        '[[fault]]\nkind = "media_error"\nprobability = 0.01\n\n'
+        '[[fault]]\nkind = "timeout"\nprobability = 1.0\nlba_start = 8\nlba_count = 8\n\n'
+        '[[fault]]\nkind = "media_error"\nafter_requests = 0\nlba_start = 8\nlba_count = 8\n')
+    for d in (d0, d1):  # the library QEMU links reads both
+        path = tmp_path / "profile.toml"
+        path.write_text(d.profile.text)
+        subprocess.run([str(paths.devmodel_info()), "--check", str(path)], check=True,
+                       capture_output=True)
+
+
+FAULT_HEAD = '[[fault]]\ndevice = "d0"\n'
+BAD_WHEN = [
+    # (the fault's keys after device, the key named, words of the message)
+    ('kind = "stall"\nat_ms = 1\nafter_requests = 5\nduration_ms = 1\n',
+     "after_requests", "cannot be given with at_ms: a fault starts at one of at_ms, "
+     "after_requests"),
+    ('kind = "timeout"\nafter_requests = 5\nprobability = 0.5\n',
+     "probability", "cannot be given with after_requests: a fault starts at one of at_ms, "
+     "after_requests, probability"),
+    ('kind = "media_error"\nat_ms = 0\nprobability = 0.5\n', "probability",
+     "cannot be given with at_ms"),
+    ('kind = "stall"\nprobability = 0.5\nduration_ms = 1\n', "probability",
+     'applies to kinds "media_error" and "timeout" only (a chance per request picks single '
+     'requests; "stall" is a window: start it with at_ms or after_requests)'),
+    ('kind = "slow"\nprobability = 0.5\nduration_ms = 1\nfactor = 2\n', "probability",
+     '"slow" is a window'),
+    ('kind = "reset"\nprobability = 0.5\n', "probability", '"reset" is a window'),
+    ('kind = "timeout"\nprobability = 0\n', "probability",
+     "must be above 0 and at most 1 (the chance per request), got 0"),
+    ('kind = "timeout"\nprobability = 1.5\n', "probability", "got 1.5"),
+    ('kind = "timeout"\nprobability = -0.1\n', "probability", "got -0.1"),
+    ('kind = "timeout"\nprobability = "often"\n', "probability",
+     "must be an integer or a number, not a string"),
+    ('kind = "timeout"\nprobability = true\n', "probability", "not a boolean"),
+    ('kind = "stall"\nafter_requests = -1\nduration_ms = 1\n', "after_requests",
+     "must be between 0 and 1000000000000 (requests the device receives after the workload "
+     "starts before the fault does), got -1"),
+    ('kind = "stall"\nafter_requests = 10000000000000\nduration_ms = 1\n', "after_requests",
+     "got 10000000000000"),
+    ('kind = "stall"\nafter_requests = 1.5\nduration_ms = 1\n', "after_requests",
+     "must be an integer, not a number"),
+    ('kind = "stall"\nafter_requests = true\nduration_ms = 1\n', "after_requests",
+     "not a boolean"),
+    ('kind = "media_error"\nprobability = 0.1\nduration_ms = 5\n', "duration_ms",
+     "does not apply with probability: it picks requests from the workload's start to the "
+     "end of the run"),
+    ('kind = "media_error"\nprobability = 0.1\nlba_start = 5\n', "lba_count",
+     'a "media_error" fault with probability takes both lba_start and lba_count (a range) '
+     "or neither (every block)"),
+    ('kind = "media_error"\nprobability = 0.1\nlba_start = 1099511627776\nlba_count = 8\n',
+     "lba_count", "ends past device 'd0'"),
+    ('kind = "timeout"\nprobability = 0.1\nretry_ms = 3\n', "retry_ms",
+     'applies to kind "media_error" only'),
+    ('kind = "stall"\nafter_requests = 3\n', "duration_ms", "is required"),
+    ('kind = "stall"\nafter_requests = 3\nduration_ms = 320.5\n', "duration_ms",
+     "the window of 320.5 ms is longer than the run: the longest job's startdelay + runtime "
+     "is 320 ms"),
+    ('kind = "stall"\nduration_ms = 1\n', "at_ms",
+     "is required, or one of after_requests (when the fault starts)"),
+    ('kind = "timeout"\nduration_ms = 1\n', "at_ms",
+     "is required, or one of after_requests, probability (when the fault starts)"),
+    ('kind = "slow"\nafter_requests = 3\nduration_ms = 1\n', "factor", "is required"),
+]
+
+
+@pytest.mark.parametrize("keys,key,words", BAD_WHEN)
+def test_every_bad_trigger_is_refused_naming_the_file_and_the_key(tmp_path, keys, key, words):
+    p = tmp_path / "s.toml"
+    p.write_text(BASE + FAULT_HEAD + keys)
+    with pytest.raises(scenario.ScenarioError) as e:
+        scenario.load(p)
+    assert e.value.key == f"fault[0].{key}", (e.value.key, e.value.message)
+    assert words in e.value.message, e.value.message
+    assert str(p) in str(e.value), str(e.value)
+
+
+def test_a_probability_needs_a_front_end_and_deterministic_mode(tmp_path):
+    ahci = BASE.replace('name = "d0"\nkind = "nvme"', 'name = "d0"\nkind = "ahci-hd"')
+    try:
+        load(tmp_path, ahci + FAULT_HEAD + 'kind = "media_error"\nprobability = 0.1\n')
+    except scenario.ScenarioError as e:
+        assert e.key == "fault[0].kind" and "only nvme does so far" in e.message
+    else:
+        raise AssertionError("a media error on AHCI was accepted")
+    realtime = BASE.replace('[scenario]\n', '[scenario]\nmode = "realtime"\n')
+    try:
+        load(tmp_path, realtime + FAULT_HEAD + 'kind = "timeout"\nprobability = 0.1\n')
+    except scenario.ScenarioError as e:
+        assert e.key == "fault[0]" and "deterministic mode" in e.message
+    else:
+        raise AssertionError("a fault in realtime mode was accepted")
+
+
+PICKED_COUNTERS = {
+    "model": "zero", "fault_origin_ns": 1000, "requests_since_origin": 300,
+    "faults": [{"kind": "media_error", "trigger": "probability", "probability": 0.01,
+                "start_ns": 1000, "end_ns": None, "requests": 2,
+                "first_request": {"request": 17, "ns": 5000},
+                "picks": [{"request": 17, "ns": 5000}, {"request": 230, "ns": 9000}]},
+               {"kind": "stall", "trigger": "after_requests", "after_requests": 100,
+                "start_ns": 7000, "end_ns": 5_007_000, "requests": 1,
+                "first_request": {"request": 101, "ns": 7000},
+                "trigger_request": {"request": 101, "ns": 7000}}]}
+PICKED_ASKED = (DeviceFault("d0", "media_error", None, None, probability=0.01),
+                DeviceFault("d0", "stall", None, 5.0, after_requests=100))
+
+
+def test_fired_lists_the_picks_and_the_trigger_request():
+    picked, counted = device_faults.fired(PICKED_ASKED, PICKED_COUNTERS)
+    assert picked["fired"] and picked["requests"] == 2
+    assert picked["picks"] == PICKED_COUNTERS["faults"][0]["picks"]
+    assert picked["first_request"] == {"request": 17, "ns": 5000}
+    assert "trigger_request" not in picked
+    assert counted["trigger_request"] == {"request": 101, "ns": 7000}
+    assert (counted["start_ns"], counted["end_ns"]) == (7000, 5_007_000)
+    assert "picks" not in counted
+    assert device_faults.failure(PICKED_ASKED, PICKED_COUNTERS) is None
+    # A library that starts it another way (or does not say: an older one).
+    other = {**PICKED_COUNTERS, "faults": [
+        PICKED_COUNTERS["faults"][0], {**PICKED_COUNTERS["faults"][1], "trigger": "at_ms"}]}
+    assert "starts it by 'at_ms', asked 'after_requests'" in \
+        device_faults.failure(PICKED_ASKED, other)
+    old = {**PICKED_COUNTERS, "faults": [
+        {k: v for k, v in f.items() if k != "trigger"} for f in PICKED_COUNTERS["faults"]]}
+    assert "starts it by 'at_ms', asked 'probability'" in \
+        device_faults.failure(PICKED_ASKED, old)
+
+
+def test_report_says_when_each_fault_starts_and_what_fired_it():
+    cell = {"cell_id": "d0.none.r0", "request": {"faults": [f.to_json() for f in PICKED_ASKED]},
+            "faults": device_faults.fired(PICKED_ASKED, PICKED_COUNTERS)}
+    picked, counted = report.fault_rows([cell])
+    assert picked["when"] == "p = 0.01 per request" and picked["trigger_request"] == "-"
+    assert picked["first_request"] == "#17 at 5,000 ns"
+    assert counted["when"] == "after 100 requests"
+    assert counted["trigger_request"] == "#101 at 7,000 ns"
+    assert report.fault_when(DeviceFault("d0", "stall", 100.0, 5.0).to_json()) == "at 100 ms"

@@ -42,6 +42,12 @@ the test's docstring). The drives offer no shadow doorbells, as real ones;
 one that does (shadow_doorbells = true, QEMU's default) stalls a 6.1 guest
 again after each reset, which the last test shows.
 
+A media error with a probability per request (media_error, probability =
+0.01, every block) under a blkgen reader: the reads the kernel reports
+failed are exactly the reads the model picked, and those are the request
+numbers FaultPick gives for the device's seed (the expectations, from the
+source and the model, are in the test's docstring).
+
 The windows count from the guest's own mark at the workload's start
 (blklab-jobpoint --origin, qemu-patches/0052). Host time: printed."""
 
@@ -544,3 +550,78 @@ def test_reset_with_shadow_doorbells_stalls_a_6_1_guest_again(built, tmp_path):
     assert aborting_line.match(after[0]).groups() == reset_line.match(after[2]).groups()
     resets = 1 + sum(1 for x in after if reset_line.match(x))
     assert reads(c)["total_ios"] <= RESET_AT_MS * MS // LATENCY_NS + resets
+
+
+PICK_P = 0.01
+PICK_SEED = 7
+PICK_SCENARIO = (
+    '[scenario]\nname = "media-error-picked"\nmode = "deterministic"\ntimeout_s = 600\n'
+    'schedulers = ["none"]\n[guest]\nvcpus = 1\nmemory_mib = 512\n'
+    + device("flaky", "nvme", "fixed-10us", size_gib=1, seed=PICK_SEED)
+    + job("r", "randread", "200ms", iodepth=1) + 'continue_on_error = "read"\n'
+    + f'\n[[fault]]\ndevice = "flaky"\nkind = "media_error"\nprobability = {PICK_P}\n')
+
+
+def fault_pick(seed: int, index: int, number: int) -> float:
+    """devmodel's FaultPick (devmodel/include/devmodel/faults.h), from its
+    contract: SplitMix64's finalizer over the seed, the fault's index and
+    the request's number, the top 53 bits as a number in [0, 1)."""
+    mask = (1 << 64) - 1
+
+    def mix(z: int) -> int:
+        z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & mask
+        z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & mask
+        return z ^ (z >> 31)
+
+    stream = mix(((seed ^ 0x6661756c74) + 0x9e3779b97f4a7c15 * (index + 1)) & mask)
+    return (mix(stream ^ number) >> 11) * 2.0 ** -53
+
+
+def test_media_error_with_a_probability_fails_exactly_the_picked_reads(built, tmp_path):
+    """A media error of probability 0.01 on every block of a fixed-10us
+    NVMe drive (device seed 7) under a blkgen reader at queue depth 1 for
+    200 ms with continue_on_error. Derived before any run:
+
+    - After the origin the drive receives the reader's reads only, one NVMe
+      command per 4 KiB O_DIRECT read at queue depth 1; a failed read ends
+      with Unrecovered Read Error and Do Not Retry (qemu-patches/0053,
+      nvme_decide_disposition()), so the kernel sends no retry. Hence the
+      model numbers exactly R = the reads blkgen issued (its I/Os plus its
+      errors: blkgen counts a failed read apart), 1..R in order.
+    - The model picks read n when FaultPick(7, 0, n) < 0.01 (its contract,
+      recomputed here), so the picks are that set of numbers, all listed
+      (about 0.01 R, far below the 1000 listed).
+    - Each pick reaches blkgen as ENODATA (BLK_STS_MEDIUM, blk_errors[]):
+      blkgen's error count, the model's media_errors and the fault's
+      requests are that set's size, exactly.
+    - The kernel logs each failed read at two call sites, nvme_log_error()
+      and blk_print_req_error(), each rate-limited to 10 lines per 5 s.
+    - R is 200 ms over a QD1 read's time (the model's 10 us plus the
+      guest's and QEMU's part): thousands at least, so some reads are
+      picked, and fewer than 1000 of them while R stays below 100,000."""
+    s = tmp_path / "picked.toml"
+    s.write_text(PICK_SCENARIO)
+    c = run(s, tmp_path / "out")["flaky.none.r0"]
+    assert c["status"] == "ok", c["error"]
+    assert c["request"]["device"]["profile"]["seed"] == PICK_SEED
+    (job_,) = c["workload"]["jobs"]
+    errors = job_["total_err"]
+    issued = job_["read"]["total_ios"] + errors
+    dm = c["devmodel"]
+    assert dm["requests_since_origin"] == issued
+    expected = [n for n in range(1, issued + 1) if fault_pick(PICK_SEED, 0, n) < PICK_P]
+    assert 0 < len(expected) < 1000
+    (f,) = c["faults"]
+    assert [p["request"] for p in f["picks"]] == expected
+    assert errors == len(expected) == f["requests"] == dm["media_errors"]["read"]
+    assert dm["media_errors"]["write"] == 0 and job_["first_error"] == ENODATA
+    assert f["fired"] and f["first_request"] == f["picks"][0]
+    assert f["start_ns"] == f["origin_ns"] and f["end_ns"] is None
+    times = [p["ns"] for p in f["picks"]]
+    assert times == sorted(times) and times[0] >= f["origin_ns"]
+    assert job_["read"]["io_bytes"] == (issued - errors) * 4096
+    lines = c["guest"]["kernel_errors"]
+    nvme = [x for x in lines if "(sct 0x2 / sc 0x81)" in x]
+    block = [x for x in lines if x.startswith("critical medium error, dev nvme0n1, ")]
+    logged = min(len(expected), RATELIMIT_BURST)
+    assert len(nvme) == len(block) == logged and len(lines) == 2 * logged, lines

@@ -2,7 +2,10 @@
 // device: token buckets for IOPS and bandwidth, gp2-style burst credits, I/O
 // size accounting (up to io_unit_bytes counts as one I/O, larger as several),
 // and a network latency floor with seeded exponential jitter. Throttled
-// requests wait; they never fail. Why: on cloud VMs the throttle, not the
+// requests wait; they never fail. A slow fault lowers the IOPS and bandwidth
+// limits for its window (Device::ScaleRateLimit: a request submitted in it
+// takes k times its share of each; burst credits are spent and refilled as
+// always). Why: on cloud VMs the throttle, not the
 // media, decides latency once a workload exceeds its baseline.
 // Thread-safety: see Device.
 #ifndef DEVMODEL_CLOUD_H_

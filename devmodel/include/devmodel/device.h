@@ -77,6 +77,14 @@ class Device {
   // whether the model still held the tag.
   virtual bool Cancel(std::uint64_t /*tag*/) { return false; }
 
+  // A device with a rate limit (a cloud volume's IOPS and bandwidth
+  // throttle) charges each request submitted from now on `factor_ppm` /
+  // 1000000 times its share of the limits (the limits divided by it) until
+  // the next call; 1000000 is the device's own limit. Returns false, and
+  // changes nothing, on a device without a rate limit.
+  // REQUIRES: factor_ppm >= 1000000.
+  virtual bool ScaleRateLimit(std::uint64_t /*factor_ppm*/) { return false; }
+
   // True when Submit() always returns final completions (every model except
   // an HDD that reorders its queue).
   virtual bool deadlines_final() const { return true; }
