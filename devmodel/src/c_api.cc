@@ -74,9 +74,16 @@ extern "C" {
 const char* devmodel_version(void) { return "0.1.0"; }
 
 devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr) {
+  return devmodel_open_cached(profile_path, seed, nullptr, errptr);
+}
+
+devmodel_t* devmodel_open_cached(const char* profile_path, uint64_t seed,
+                                 const char* state_cache_dir, char** errptr) {
   try {
     std::string error;
-    auto device = devmodel::LoadProfile(profile_path, seed, &error);
+    devmodel::LoadOptions options;
+    if (state_cache_dir != nullptr) options.state_cache_dir = state_cache_dir;
+    auto device = devmodel::LoadProfile(profile_path, seed, options, &error);
     if (device == nullptr) {
       SetError(errptr, error);
       return nullptr;

@@ -126,6 +126,25 @@ class Ftl {
   // REQUIRES: nothing written yet; no listener.
   void BuildSteadyState(std::uint64_t overwrites, Rng& rng);
 
+  // The state a precondition left, for a state file (state_cache.h).
+  // True when it can be saved: no implicit tables (PreconditionFull's) and
+  // every L2P region dense (a steady precondition's map).
+  bool CanSaveState() const;
+  // Appends the block keys, group minima, dies, counters and pool sizes to
+  // *meta (host byte order); the L2P entries are read through l2p().
+  // REQUIRES: CanSaveState().
+  void SaveState(std::string* meta) const;
+  // On a fresh FTL of the same geometry: restores what SaveState wrote and
+  // the L2P from `l2p` (exported_slots entries); P2L arrays are rebuilt from
+  // the L2P (a slot no unit maps to reads kUnmapped: the stale entries a
+  // replay leaves behind a victim's cursor and past a block's write pointer
+  // are never read). Checks every index and that the L2P's units per block
+  // match the valid counts before changing anything: false + *error (and the
+  // FTL untouched) if not. REQUIRES: nothing written yet; no listener.
+  bool LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_t* l2p,
+                 std::string* error);
+  const SparseMap& l2p() const { return l2p_; }
+
   // Pads and dispatches the host program unit being filled, if any.
   void FlushPending();
   // True if `ppn` belongs to the host program unit still being filled.

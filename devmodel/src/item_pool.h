@@ -50,6 +50,14 @@ class ItemPool {
   void Free(void* item) { free_.push_back(item); }
 
   std::size_t item_bytes() const { return item_bytes_; }
+  // Items ever carved from chunks (the most in use at once) and the free
+  // list's capacity: with these a pool rebuilt by a state file reports the
+  // same MemoryBytes as the one it was saved from.
+  std::uint64_t items_carved() const {
+    return chunks_.empty() ? 0 : (chunks_.size() - 1) * items_per_chunk_ + next_in_chunk_;
+  }
+  std::uint64_t free_capacity() const { return free_.capacity(); }
+  void ReserveFree(std::size_t items) { free_.reserve(items); }
   std::uint64_t MemoryBytes() const {
     return std::uint64_t{chunks_.size()} * chunk_bytes_ +
            (chunks_.capacity() + free_.capacity()) * sizeof(void*);

@@ -389,9 +389,49 @@ std::string IntegerText(const toml::value& v) {
   return digits == std::to_string(x) ? digits : token + " (beyond 64-bit integers)";
 }
 
+// One line per key of a table, sorted, with its value typed and exact
+// (floats in hex): two sections give the same text exactly when they hold
+// the same keys and values. Keys the loader validated only: int, float,
+// bool, string and arrays of those.
+std::string CanonicalText(const toml::value& v, const std::string& prefix = "") {
+  if (v.is_table()) {
+    std::vector<std::string> keys;
+    for (const auto& kv : v.as_table()) keys.push_back(kv.first);
+    std::sort(keys.begin(), keys.end());
+    std::string out;
+    for (const std::string& k : keys) {
+      const toml::value& item = v.at(k);
+      const std::string name = prefix + k;
+      out += item.is_table() ? CanonicalText(item, name + ".") : name + " = " + CanonicalText(item) + "\n";
+    }
+    return out;
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (const toml::value& e : v.as_array()) out += CanonicalText(e) + ",";
+    return out + "]";
+  }
+  char buf[64];
+  if (v.is_integer()) {
+    std::snprintf(buf, sizeof buf, "int %lld", static_cast<long long>(v.as_integer()));
+    return buf;
+  }
+  if (v.is_floating()) {
+    std::snprintf(buf, sizeof buf, "float %a", v.as_floating());
+    return buf;
+  }
+  if (v.is_boolean()) return v.as_boolean() ? "bool true" : "bool false";
+  if (v.is_string()) {
+    const std::string& str = v.as_string().str;
+    return "string " + std::to_string(str.size()) + ":" + str;
+  }
+  return "other " + toml::format(v);
+}
+
 class Loader {
  public:
   Loader(std::string name, std::string* error) : name_(std::move(name)), error_(error) {}
+  void set_state_cache_dir(std::string dir) { state_cache_dir_ = std::move(dir); }
 
   bool Fail(const toml::value& at, const std::string& what) {
     const auto line = at.location().line();
@@ -563,7 +603,8 @@ class Loader {
       SsdConfig c;
       if (!Require(root, "ssd") || !Apply(root, "ssd", SsdKeys(), &c)) return nullptr;
       if (!check_only) {
-        device = NewSsd(c, seed, &why);
+        device = NewSsd(c, seed, SsdStateCache{state_cache_dir_, CanonicalText(root.at("ssd"))},
+                        &why);
       } else if (std::uint64_t capacity = 0; CheckSsdConfig(c, &capacity, &why)) {
         device = NewZero(ZeroConfig{capacity, c.logical_block_bytes, 0}, &why);
         stand_in_polls_ = true;  // as SsdModel::deadlines_final(): reads are polled
@@ -763,6 +804,7 @@ class Loader {
 
   std::string name_;
   std::string* error_;
+  std::string state_cache_dir_;
   std::string backing_;
   std::string model_;
   bool stand_in_polls_ = false;
@@ -774,8 +816,15 @@ class Loader {
 
 std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
                                               std::uint64_t seed, std::string* error) {
+  return LoadProfileFromString(toml_text, name, seed, LoadOptions{}, error);
+}
+
+std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
+                                              std::uint64_t seed, const LoadOptions& options,
+                                              std::string* error) {
   std::string ignored;
   Loader loader(name, error != nullptr ? error : &ignored);
+  loader.set_state_cache_dir(options.state_cache_dir);
   try {
     return loader.Build(toml_text, seed, /*check_only=*/false);
   } catch (const std::exception& e) {  // toml11 lookups and allocation
@@ -811,9 +860,14 @@ bool ReadFile(const std::string& path, std::string* text, std::string* error) {
 
 std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
                                     std::string* error) {
+  return LoadProfile(path, seed, LoadOptions{}, error);
+}
+
+std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
+                                    const LoadOptions& options, std::string* error) {
   std::string text;
   if (!ReadFile(path, &text, error)) return nullptr;
-  return LoadProfileFromString(text, path, seed, error);
+  return LoadProfileFromString(text, path, seed, options, error);
 }
 
 bool CheckProfileFromString(const std::string& toml_text, const std::string& name,

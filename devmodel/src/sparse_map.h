@@ -78,6 +78,14 @@ class SparseMap {
   // REQUIRES: nothing stored yet; `entries` outlives the map.
   void SetAllImplicit(const ImplicitEntries* entries);
 
+  // The dense array of `region` (kRegionSize entries, those past size()
+  // unused), or null if the region is not dense.
+  std::uint32_t* DenseRegion(std::uint64_t region) const {
+    const std::uintptr_t e = regions_[region];
+    return e != 0 && (e & kTagMask) == 0 ? reinterpret_cast<std::uint32_t*>(e) : nullptr;
+  }
+  std::uint64_t regions() const { return regions_.size(); }
+
   std::uint64_t size() const { return size_; }
   std::uint64_t dense_regions() const { return dense_regions_; }
   std::uint64_t sparse_regions() const { return sparse_regions_; }

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "rng.h"
+#include "state_cache.h"
 #include "ssd_model.h"
 
 namespace devmodel {
@@ -186,14 +188,20 @@ bool CheckSsdConfig(const SsdConfig& config, std::uint64_t* capacity_bytes, std:
 }
 
 std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, std::string* error) {
+  return NewSsd(c, seed, SsdStateCache{}, error);
+}
+
+std::unique_ptr<Device> NewSsd(const SsdConfig& c, std::uint64_t seed, const SsdStateCache& cache,
+                               std::string* error) {
   internal::FtlGeometry g;
   if (!SsdGeometry(c, &g, error)) return nullptr;
-  return std::make_unique<internal::SsdModel>(c, g, seed);
+  return std::make_unique<internal::SsdModel>(c, g, seed, cache);
 }
 
 namespace internal {
 
-SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed)
+SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed,
+                   const SsdStateCache& cache)
     : c_(config),
       capacity_bytes_(geometry.exported_slots * config.mapping_unit_bytes),
       unit_bytes_(config.mapping_unit_bytes),
@@ -234,7 +242,36 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
     plane_read_busy_.assign(std::size_t{geometry.dies} * c_.planes_per_die, 0);
   }
   // Preconditioning runs the FTL untimed: the drive starts at t = 0 idle.
-  const std::uint64_t n = geometry.exported_slots;
+  // A steady drive's state comes from the state cache where it holds one.
+  const bool cached = !cache.dir.empty() && !cache.config_text.empty() &&
+                      (c_.precondition == Precondition::kSteady ||
+                       c_.precondition == Precondition::kSteadySimulated);
+  const std::string key = cached ? FtlStateKey(cache.config_text, seed) : std::string();
+  bool loaded = false;
+  if (cached) {
+    std::string note;
+    loaded = LoadFtlState(cache.dir, key, &ftl_, &note);
+    if (!loaded && !note.empty()) {
+      std::fprintf(stderr, "devmodel: state cache: %s; rebuilding by replay\n", note.c_str());
+    }
+  }
+  state_loaded_ = loaded;
+  if (!loaded) RunPrecondition(seed);
+  if (cached && !loaded && ftl_.CanSaveState()) {
+    std::string note;
+    if (!SaveFtlState(cache.dir, key, ftl_, &note)) {
+      std::fprintf(stderr, "devmodel: state cache: not saved: %s\n", note.c_str());
+    }
+  }
+  baseline_ = ftl_.counters();
+  for (std::uint32_t units = 0; units <= geometry.slots_per_program; ++units) {
+    channel_ns_.push_back(XferNs(std::uint64_t{units} * unit_bytes_, c_.channel_mb_s));
+  }
+  ftl_.set_listener(this);
+}
+
+void SsdModel::RunPrecondition(std::uint64_t seed) {
+  const std::uint64_t n = ftl_.geometry().exported_slots;
   const auto overwrites =
       static_cast<std::uint64_t>(c_.precondition_overwrite_factor * static_cast<double>(n));
   Rng rng(seed);
@@ -260,11 +297,6 @@ SsdModel::SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::ui
     }
   }
   ftl_.FlushPending();
-  baseline_ = ftl_.counters();
-  for (std::uint32_t units = 0; units <= geometry.slots_per_program; ++units) {
-    channel_ns_.push_back(XferNs(std::uint64_t{units} * unit_bytes_, c_.channel_mb_s));
-  }
-  ftl_.set_listener(this);
 }
 
 std::uint32_t SsdModel::DieOfOffset(std::uint64_t offset_bytes) const {

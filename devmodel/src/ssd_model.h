@@ -53,7 +53,8 @@ namespace devmodel::internal {
 class SsdModel final : public Device, private FtlListener {
  public:
   // REQUIRES: config validated by NewSsd.
-  SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed);
+  SsdModel(const SsdConfig& config, const FtlGeometry& geometry, std::uint64_t seed,
+           const SsdStateCache& cache = {});
 
   Completion Submit(const Request& r, TimeNs now) override;
   // A read's next stage (see above).
@@ -67,6 +68,8 @@ class SsdModel final : public Device, private FtlListener {
   std::uint64_t MemoryBytes() const override;
 
   const Ftl& ftl() const { return ftl_; }
+  // True if the precondition's state came from a state file (state_cache.h).
+  bool state_loaded() const { return state_loaded_; }
   std::uint32_t DieOfOffset(std::uint64_t offset_bytes) const;  // -1u if unmapped
   std::uint32_t die_count() const { return static_cast<std::uint32_t>(dies_.size()); }
   TimeNs die_busy_until(std::uint32_t die) const { return die_busy_until_[die]; }
@@ -179,6 +182,8 @@ class SsdModel final : public Device, private FtlListener {
                      std::uint32_t slots, std::uint32_t host_slots) override;
   void OnGcProgram(std::uint32_t die, std::uint32_t pages_read) override;
   void OnErase(std::uint32_t die) override;
+  // Builds the FTL state the profile's precondition asks for (on a fresh FTL).
+  void RunPrecondition(std::uint64_t seed);
   std::uint32_t NextHostDie(std::uint32_t previous, std::uint32_t dies) override;
 
   SsdConfig c_;
@@ -187,6 +192,7 @@ class SsdModel final : public Device, private FtlListener {
   int unit_shift_;  // log2(unit_bytes_), or -1 if not a power of two
   Ftl ftl_;
   FtlCounters baseline_;  // FTL counters after preconditioning
+  bool state_loaded_ = false;
   std::vector<DieTimeline> dies_;
   // Per die, all booked work (reads, programs, GC, erases) ends by then; kept
   // apart from DieTimeline so that picking the least busy die reads 8 lines.

@@ -4,7 +4,9 @@
 // then the model's counters. The profile is opened through the C ABI as
 // QEMU opens it. Same arguments, same bytes.
 //
-// Usage: devmodel-sim [--seed N] [--ramp TIME] --runtime TIME PROFILE JOB...
+// Usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] --runtime TIME PROFILE JOB...
+//   --state-cache DIR: keep a steady-preconditioned drive's built state in
+//         DIR (devmodel_open_cached); without it the state is replayed.
 //   JOB = NAME:key=value,...  keys: rw (read, write, randread, randwrite,
 //         rw, randrw), bs (4k), iodepth, rwmixread, rate (READ[,WRITE] in
 //         bytes/s; ,W limits writes only), offset, size, queue (NVMe SQ id;
@@ -32,7 +34,7 @@ int Fail(const std::string& message) {
 
 int Usage() {
   std::fputs(
-      "usage: devmodel-sim [--seed N] [--ramp TIME] --runtime TIME PROFILE "
+      "usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] --runtime TIME PROFILE "
       "NAME:key=value,...\n"
       "  job keys: rw bs iodepth rwmixread rate offset size queue (see the source's header)\n",
       stderr);
@@ -43,7 +45,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   devmodel::sim::SimSpec spec;
-  std::string profile, error;
+  std::string profile, error, state_cache;
   bool have_runtime = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
       if (v.empty() || *end != '\0' || v[0] == '-') {
         return Fail("--seed '" + v + "' is not an unsigned integer");
       }
+    } else if (arg == "--state-cache" && has_value) {
+      state_cache = argv[++i];
+      if (state_cache.empty()) return Fail("--state-cache needs a directory");
     } else if (arg == "--ramp" && has_value) {
       if (!devmodel::sim::ParseTime(argv[++i], &spec.ramp_ns, &error)) {
         return Fail("--ramp " + error);
@@ -82,7 +87,8 @@ int main(int argc, char** argv) {
   if (spec.runtime_ns == 0) return Fail("--runtime must be above 0");
 
   char* err = nullptr;
-  devmodel_t* model = devmodel_open(profile.c_str(), spec.seed, &err);
+  devmodel_t* model = devmodel_open_cached(
+      profile.c_str(), spec.seed, state_cache.empty() ? nullptr : state_cache.c_str(), &err);
   if (model == nullptr) {
     const std::string message = err != nullptr ? err : "devmodel_open failed";
     devmodel_free(err);

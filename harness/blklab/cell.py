@@ -187,6 +187,7 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
         syscall_ns=scenario.guest.syscall_ns or 0, wake_ns=scenario.guest.wake_ns or 0,
         device=cell.device,
         backing_path=backing, profile_path=profile_path, devmodel_seed=devmodel_seed(cell),
+        devmodel_state_cache=paths.devmodel_state_dir(),
         nvme_poll_queues=scenario.guest.nvme_poll_queues, job_path=job)
     apps_image: dict[str, Any] = {}
     if apps:

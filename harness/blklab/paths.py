@@ -19,6 +19,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("BLKLAB_CACHE", Path.home() / ".cache" / "blklab"))
 
 
+def devmodel_state_dir() -> Path:
+    """Where device models keep a steady-preconditioned SSD's built state
+    between QEMU starts (libdevmodel's state files, devmodel/src/state_cache.h)."""
+    return cache_dir() / "devmodel-state"
+
+
 def qemu_dir() -> Path:
     d = build_dir() / "qemu"
     if not (d / "bin" / "qemu-system-x86_64").exists():

@@ -103,7 +103,8 @@ def inputs_of(config: VMConfig, image_hash: str, fio: bool,
     the image, the initrd's parts, the applications' root (apps_hash, when
     its disk is attached) and the QEMU command line of its boot with every
     per-cell path and the device model's profile and seed replaced by
-    placeholders (the model is opened afresh at the job point)."""
+    placeholders and its state cache left out (the model is opened afresh
+    at the job point)."""
     placeholders = {name: Path(p) for name, p in _BOOT_PATHS.items()}
     if config.backing_path is not None:
         placeholders["backing_path"] = Path("/cell/disk.raw")
@@ -113,7 +114,7 @@ def inputs_of(config: VMConfig, image_hash: str, fio: bool,
         placeholders["apps_path"] = Path("/apps/apps.squashfs")
         placeholders["apps_profile_path"] = Path("/apps/profile.toml")
     boot = dataclasses.replace(boot_config(config, placeholders.pop("workdir")),
-                               devmodel_seed=0, **placeholders)
+                               devmodel_seed=0, devmodel_state_cache=None, **placeholders)
     cmdline = boot.cmdline()
     parts = ["initramfs.cpio"] + (["fio.cpio"] if fio else []) + (
         ["apps.cpio"] if config.apps_path is not None else [])

@@ -129,6 +129,10 @@ class VMConfig:
     backing_path: Path | None = None  # for device.backing == "file"
     profile_path: Path | None = None  # the device's profile, as QEMU reads it
     devmodel_seed: int = 0
+    # Directory for the model's built state (QEMU's devmodel-state-cache): a
+    # steady-preconditioned SSD loads it instead of replaying its
+    # precondition; the same model either way. None: replay at every start.
+    devmodel_state_cache: Path | None = None
     # The nvme driver's poll queues ([guest] nvme_poll_queues; 0: none).
     nvme_poll_queues: int = 0
     extra_append: str = ""
@@ -343,6 +347,8 @@ class VMConfig:
                 raise ValueError("a device with a profile needs profile_path")
             props += [("devmodel-profile", "string", str(self.profile_path)),
                       ("devmodel-seed", "unsigned", str(self.devmodel_seed))]
+            if self.devmodel_state_cache is not None:
+                props.append(("devmodel-state-cache", "string", str(self.devmodel_state_cache)))
             if d.profile.logical_block_bytes != 512:
                 size = str(d.profile.logical_block_bytes)
                 props += [("logical_block_size", "unsigned", size),

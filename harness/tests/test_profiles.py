@@ -1,6 +1,7 @@
 """Device profiles in scenarios: lookup, the facts devmodel-info reads from
 them, the properties they give QEMU, and the errors for bad ones."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,22 @@ def test_hdd_profile_gives_its_rpm_to_ide_hd(tmp_path):
     args = " ".join(cfg.cmdline())
     assert (f"ide-hd,id={DISK_ID},drive=disk0,serial=blklab-d0,devmodel-profile="
             f"{tmp_path}/p.toml,devmodel-seed=7,rotation_rate=5400,bus=ide.0") in args
+
+
+def test_state_cache_reaches_the_model_and_not_the_snapshot_key(tmp_path):
+    from blklab import snapshot
+    d = load(tmp_path, 'kind = "nvme"\nprofile = "tlc-250g-used"\n').devices[0]
+    cfg = VMConfig(qemu=tmp_path / "q", kernel=Path("k"), initrd=Path("i"), workdir=tmp_path,
+                   device=d, backing_path=tmp_path / "disk", profile_path=tmp_path / "p.toml",
+                   devmodel_seed=7)
+    (tmp_path / "q").write_bytes(b"a QEMU")
+    assert "devmodel-state-cache" not in " ".join(cfg.cmdline())
+    cached = dataclasses.replace(cfg, devmodel_state_cache=tmp_path / "state")
+    assert f",devmodel-state-cache={tmp_path}/state" in " ".join(cached.cmdline())
+    # The model opens afresh at the job point: where it keeps its state is
+    # not part of the guest saved there.
+    assert snapshot.key_of(snapshot.inputs_of(cached, "img", fio=False)) == \
+        snapshot.key_of(snapshot.inputs_of(cfg, "img", fio=False))
 
 
 def test_user_rotation_rate_wins_over_the_profile(tmp_path):

@@ -109,6 +109,16 @@ const char* devmodel_version(void);
  * message names the file, line, key and allowed range). */
 devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr);
 
+/* devmodel_open, keeping the built state of an SSD preconditioned "steady"
+ * in `state_cache_dir` (NULL or "": none, as devmodel_open): loaded from
+ * its file there when one matches the profile's [ssd] section, the seed and
+ * this library's sources exactly, else built by replay and saved (created
+ * if missing). Same completions and counters either way. A file that does
+ * not match or is damaged is rebuilt, with a note on stderr; a directory
+ * that cannot be written costs only the saving (a note too). */
+devmodel_t* devmodel_open_cached(const char* profile_path, uint64_t seed,
+                                 const char* state_cache_dir, char** errptr);
+
 /* Destroys `model`. NULL is allowed and ignored. */
 void devmodel_close(devmodel_t* model);
 

@@ -25,6 +25,18 @@ std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
 std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
                                               std::uint64_t seed, std::string* error);
 
+// How LoadProfile builds a device beyond what the profile says.
+struct LoadOptions {
+  // Directory for the built state of SSDs preconditioned "steady", one file
+  // per [ssd] section and seed (SsdStateCache); empty: replay at every start.
+  std::string state_cache_dir;
+};
+std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
+                                    const LoadOptions& options, std::string* error);
+std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, const std::string& name,
+                                              std::uint64_t seed, const LoadOptions& options,
+                                              std::string* error);
+
 // What CheckProfile learned about a valid profile.
 struct ProfileSummary {
   std::string model;  // "ssd", "hdd", "cloud" or "zero"

@@ -198,6 +198,20 @@ inline constexpr std::uint64_t kMaxSsdBlocks = std::uint64_t{1} << 22;
 // drives preconditioning's random overwrites.
 std::unique_ptr<Device> NewSsd(const SsdConfig& config, std::uint64_t seed, std::string* error);
 
+// Where a drive preconditioned "steady" keeps its built state between starts
+// (a file per configuration and seed, src/state_cache.h): loaded instead of
+// replayed when a valid file is there, else replayed and saved. The loaded
+// drive gives the same completions and counters as the replayed one.
+struct SsdStateCache {
+  std::string dir;          // empty: replay at every start
+  std::string config_text;  // every key of the drive's configuration, canonical
+                            // (the profile loader's [ssd] section); empty: no cache
+};
+
+// NewSsd with a state cache.
+std::unique_ptr<Device> NewSsd(const SsdConfig& config, std::uint64_t seed,
+                               const SsdStateCache& cache, std::string* error);
+
 // The checks of NewSsd without building the drive's state (no mapping tables,
 // no preconditioning): cheap for any size. On success sets *capacity_bytes
 // (may be null) to the exported capacity NewSsd would give.
