@@ -45,17 +45,17 @@ def test_icount_boot_and_io(built, tmp_path, vcpus):
 # read then waits no longer than on a timeline without it. Which memory
 # sizes meet it moves with every change to the guest's instructions before
 # the workload (the image's init, the kernel, a device's registers), so the
-# sizes below are searched again after each such change, one restored cell
+# sizes are searched again after each such change, one restored cell
 # per size: `tests/e2e/stall-search.py 520 536 568 632 712 760 824 840 920
 # 984 1000 1048 1080` (the init loading every front end's driver before the
-# job point) found the slowest read at 74.4 ms at 1048 MiB, 50.2 ms at 920,
-# 12.4 ms at 520 and 536, 1.3-2.5 ms at 632 and 1080, and 0.55-0.65 ms at
-# the rest; with `--quantum 100000` 920 and 1048 MiB's slowest reads were
-# 0.58 ms. So the stall is shown at 920 MiB, the check of 0019 (the slowest
-# read under 5 ms) runs at 568 MiB, and the bounded turns at 920 MiB. The
-# git history of this comment holds the earlier searches.
-STALLS_WITH_920_MIB = pytest.mark.xfail(
-    strict=True, reason="a read waits 50.2 ms at 920 MiB: IPIs to the other vCPU are taken "
+# job point and ending its observers with SIGTERM) found the slowest read
+# at 24.4 ms at 1048 MiB, 12.4 ms at 1000, 1.3-1.4 ms at 840 and 920, and
+# 0.60-0.65 ms at the rest; with `--quantum 100000` 1048 MiB's slowest read
+# was 0.58 ms. So the stall is shown at 1048 MiB, the check of 0019 (the
+# slowest read under 5 ms) runs at 568 MiB, and the bounded turns at 1048
+# MiB. The git history of this comment holds the earlier searches.
+STALLS_WITH_1048_MIB = pytest.mark.xfail(
+    strict=True, reason="a read waits 24.4 ms at 1048 MiB: IPIs to the other vCPU are taken "
     "late, when the sender's round-robin turn ends")
 
 
@@ -74,7 +74,7 @@ def stall_scenario(memory_mib: int, quantum_ns: int | None) -> str:
 
 
 @pytest.mark.parametrize("memory_mib, quantum_ns", [
-    (568, None), pytest.param(920, None, marks=STALLS_WITH_920_MIB), (920, 100_000)])
+    (568, None), pytest.param(1048, None, marks=STALLS_WITH_1048_MIB), (1048, 100_000)])
 def test_two_vcpus_do_not_stall_each_other(built, tmp_path, memory_mib, quantum_ns):
     """With two vCPUs a guest's spin-wait must not keep its turn while the
     vCPU it waits for cannot run. Before QEMU 0019 a vCPU spinning in
