@@ -49,8 +49,9 @@ def time_reversals(blkparse_text: str) -> int:
     __blk_add_trace: ++ of the per-CPU sequence, then ktime_get(), with
     interrupts off), so where the guest's clock is sound the times of one
     CPU's events never fall in sequence order. A reversal is a clock fault
-    of a host-timed guest; btt and biolatency pair events by their times,
-    and btt's phase figures over such a trace are not sound."""
+    of a host-timed guest; btt reads the events in time order and every
+    latency is a difference of stamps, so btt's phase figures over such a
+    trace are not sound."""
     by_cpu: dict[str, list[tuple[int, int]]] = {}
     for line in blkparse_text.splitlines():
         f = line.split()
