@@ -33,7 +33,11 @@ from blklab import cpus  # noqa: E402
 
 PATHS = ("irq-qd128", "polled-qd128", "irq-qd1", "psync-qd1")
 # Which cell (drive) each path is read from.
-DRIVE = {"irq-qd128": "fast", "polled-qd128": "fast", "irq-qd1": "pro", "psync-qd1": "pro"}
+# psync-qd1's published drive answered in 11.7 us: the fixed 10 us drive.
+DRIVE = {"irq-qd128": "fast", "polled-qd128": "fast", "irq-qd1": "pro", "psync-qd1": "fast"}
+# fig-1 of the ICPE artifact: one io_uring job at queue depths 1 to 256 on
+# the Cascade Lake core, trimmed (tests/reference/icpe24-fig1-qd-sweep).
+QD_SWEEP = REPO / "tests" / "reference" / "icpe24-fig1-qd-sweep" / "qd_sweep.json"
 
 ICPE = "stonet-research/icpe24_io_scheduler_study_artifact@013f1e15"
 CHEOPS = "stonet-research/Performance-Characterization-Storage-Stacks@6add9ecf"
@@ -70,18 +74,51 @@ def run(cpu: str, kernel: str, out: Path) -> dict[str, dict]:
     return cells
 
 
+def job_of(cells: dict[str, dict], path: str) -> dict:
+    (j,) = [j for j in cells[DRIVE[path]]["workload"]["jobs"] if j["jobname"] == path]
+    if not j["read"]["total_ios"]:
+        sys.exit(f"cpu-paths: job {path} did no I/O")
+    return j
+
+
 def ns_per_read(cells: dict[str, dict]) -> dict[str, float]:
     out = {}
     for path in PATHS:
-        (j,) = [j for j in cells[DRIVE[path]]["workload"]["jobs"] if j["jobname"] == path]
+        j = job_of(cells, path)
         ios, runtime_ns = j["read"]["total_ios"], j["job_runtime"] * 1e6
-        if not ios:
-            sys.exit(f"cpu-paths: job {path} did no I/O")
         if path.endswith("qd128"):  # the vCPU never idles: all of its time
             out[path] = runtime_ns / ios
         else:
             out[path] = (j["usr_cpu"] + j["sys_cpu"]) / 100 * runtime_ns / ios
     return out
+
+
+def published_sweep() -> dict[int, tuple[float, float, float]]:
+    """Per queue depth of the published sweep: the core's load (fio's usr +
+    sys, %) and the user and system ns per read."""
+    out = {}
+    for qd, run in json.loads(QD_SWEEP.read_text()).items():
+        job = run["job"]
+        iops = job["read"]["iops"]
+        out[int(qd)] = (job["usr_cpu"] + job["sys_cpu"], job["usr_cpu"] / 100 * 1e9 / iops,
+                        job["sys_cpu"] / 100 * 1e9 / iops)
+    return dict(sorted(out.items()))
+
+
+def print_sweep() -> None:
+    """The published Cascade Lake core's time per read at each queue depth:
+    how it falls as the core's load rises. (The guest's user/system split
+    is not printed beside it: a guest kernel splits its task time by timer
+    ticks, a few dozen in these runs.)"""
+    sweep = published_sweep()
+    print(f"published sweep ({QD_SWEEP.relative_to(REPO)}): one io_uring job, 4 KiB random "
+          "reads, xeon-silver-4210r; ns per read, and each over its QD128 value")
+    print(f"{'QD':>4} {'load %':>7} {'usr':>6} {'sys':>6} {'total':>6} {'usr/QD128':>10} "
+          f"{'sys/QD128':>10}")
+    base = sweep[128]
+    for qd, (load, usr, sys_) in sweep.items():
+        print(f"{qd:4d} {load:7.2f} {usr:6.0f} {sys_:6.0f} {usr + sys_:6.0f} "
+              f"{usr / base[1]:10.2f} {sys_ / base[2]:10.2f}")
 
 
 def main() -> int:
@@ -107,6 +144,8 @@ def main() -> int:
                 row.append(f"{guest[path]:8.0f} / {pub[0]:5d} {guest[path] / pub[0]:4.2f}" if pub
                            else f"{guest[path]:8.0f} / {'-':>5} {'-':>4}")
             print(f"{cpu:22} {kernel:6} " + " ".join(f"{r:>22}" for r in row))
+        print()
+        print_sweep()
         print()
         for cpu, paths in PUBLISHED.items():
             print(f"published, {cpu} ({cpus.presets()[cpu].title}):")
