@@ -240,12 +240,20 @@ _PROFILE_KEY = re.compile(r"^(\w+)\.(\w+): (a string|true or false|one of .*|"
 
 def profile_keys() -> dict[str, list[dict[str, str]]]:
     """Section -> keys, from `devmodel-check --keys` (ProfileKeyReference():
-    one line per key of the table the profile loader checks against)."""
+    one line per key of the table the profile loader checks against) and
+    `--key-defaults` (ProfileKeys(): the value a profile that leaves the key
+    out gets, from the same table)."""
     tool = devmodel_check_binary()
     proc = subprocess.run([str(tool), "--keys"], capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise BuildMissingError(f"{tool} --keys exited {proc.returncode}: "
                                 f"{proc.stderr.strip()}; rebuild it with 'make cmake'")
+    defaults = subprocess.run([str(tool), "--key-defaults"], capture_output=True, text=True,
+                              timeout=60)
+    if defaults.returncode != 0:
+        raise BuildMissingError(f"{tool} --key-defaults exited {defaults.returncode}: "
+                                f"{defaults.stderr.strip()}; rebuild it with 'make cmake'")
+    default_of = dict(line.split(" ", 1) for line in defaults.stdout.splitlines())
     sections: dict[str, list[dict[str, str]]] = {}
     for line in proc.stdout.splitlines():
         m = _PROFILE_KEY.match(line)
@@ -256,8 +264,11 @@ def profile_keys() -> dict[str, list[dict[str, str]]]:
                 "boolean" if allowed == "true or false" else allowed.split(" in ")[0][2:].strip())
         allowed = "" if allowed == "a string" else allowed.split(" in ")[-1] \
             if " in " in allowed else allowed
+        default = default_of.get(f"{section}.{name}", "")
+        if kind == "boolean" and default:
+            default = "true" if default == "1" else "false"
         sections.setdefault(section, []).append({"name": name, "type": kind, "unit": unit,
-                                                 "range": allowed})
+                                                 "range": allowed, "default": default})
     return sections
 
 
@@ -307,14 +318,17 @@ def profile_page() -> str:
            "# Device-model profile keys\n\n",
            "Every key a device profile (TOML, `devmodel/profiles/`) may hold, from the table "
            "the profile loader checks it against: a key out of its range, of the wrong type "
-           "or not listed is an error naming the file, line and key. Each shipped profile "
+           "or not listed is an error naming the file, line and key. A key left out takes "
+           "the default shown (the model's config default, in the key's unit; text and "
+           "list keys have none listed). Each shipped profile "
            "sets its figures with their sources: "
            "[devmodel/profiles/README.md](../../devmodel/profiles/README.md).\n"]
     for section, keys in profile_keys().items():
         title = "[[fault]]" if section == "fault" else f"[{section}]"
         out.append(f"\n## `{title}`\n\n")
-        out.append(_table(["key", "type", "allowed", "unit and notes"],
-                          [[f"`{k['name']}`", k["type"], k["range"], k["unit"]] for k in keys]))
+        out.append(_table(["key", "type", "default", "allowed", "unit and notes"],
+                          [[f"`{k['name']}`", k["type"], k["default"], k["range"], k["unit"]]
+                           for k in keys]))
     return "".join(out)
 
 
