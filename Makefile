@@ -65,10 +65,11 @@ DEB_PACKAGES := \
 	liburing-dev libaio-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-dev llvm linux-perf \
 	python3-pytest python3-pytest-xdist python3-venv python3-numpy python3-scipy python3-jinja2 \
-	python3-jsonschema python3-rich python3-matplotlib chromium \
+	python3-jsonschema python3-rich python3-matplotlib chromium mkdocs python3-yaml \
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-libvirt python3-distributed
 
 .PHONY: all deps qemu cmake blkgen image images apps scenario test test-unit test-qtest test-e2e test-short-forms test-full clean \
+	docs reference \
 	test-host-debian13 \
 	bench-device bench-io-path bench-blkgen bench-determinism bench-vcpu-clocks bench-cpu-rate \
 	bench-cpu-paths bench-pause
@@ -137,6 +138,7 @@ test: qemu images apps
 	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize-qemu)
 
 test-unit: cmake
+	$(MAKE) docs
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure -j $(JOBS)
 	cd harness && $(PYTHON) -m pytest -q tests
 	$(PYTHON) -m pytest -q tests/bad-input
@@ -144,6 +146,19 @@ test-unit: cmake
 	$(PYTHON) -m pytest -q tests/bench
 	$(MAKE) test-fuzz
 	$(if $(filter 1,$(SANITIZE)),$(MAKE) test-sanitize)
+
+# The documentation site, from every tracked Markdown file, built offline by
+# Debian's mkdocs into build/docs/site; a link to a missing page fails it.
+# (harness/tests/test_docs.py checks every link's file and #anchor and the
+# getting-started guide's commands.)
+docs: deps
+	cd harness && $(PYTHON) -m blklab.docs_site $(BUILD)/docs
+
+# The reference pages in docs/reference/, generated from the code that
+# checks each key; commit the result (harness/tests/test_reference.py fails
+# when the committed pages differ).
+reference: cmake
+	cd harness && BLKLAB_BUILD=$(BUILD) $(PYTHON) -m blklab reference --out $(CURDIR)/docs/reference
 
 # libFuzzer targets (devmodel/fuzz/), built with clang, ASan and UBSan.
 fuzz-build: deps

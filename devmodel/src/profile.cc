@@ -34,6 +34,9 @@ struct Key {
   std::function<void(void*, bool)> set_bool;
   std::function<void(void*, const std::string&)> set_choice;
   std::function<void(void*, const std::vector<double>&)> set_list;
+  // The config field's value in the key's unit (for the default a
+  // default-constructed config holds); empty for text and list keys.
+  std::function<double(const void*)> get_number;
 };
 
 Key MakeKey(const char* name, Key::Type type, double lo = 0, double hi = 0, const char* unit = "") {
@@ -50,6 +53,9 @@ template <class C, class M>
 Key Int(const char* name, M C::*field, double lo, double hi, const char* unit) {
   Key k = MakeKey(name, Key::Type::kInt, lo, hi, unit);
   k.set_int = [field](void* c, std::int64_t v) { static_cast<C*>(c)->*field = static_cast<M>(v); };
+  k.get_number = [field](const void* c) {
+    return static_cast<double>(static_cast<const C*>(c)->*field);
+  };
   return k;
 }
 
@@ -61,6 +67,9 @@ Key Scaled(const char* name, M C::*field, double lo, double hi, double scale, co
   k.set_number = [field, scale](void* c, double v) {
     static_cast<C*>(c)->*field = static_cast<M>(std::llround(v * scale));
   };
+  k.get_number = [field, scale](const void* c) {
+    return static_cast<double>(static_cast<const C*>(c)->*field) / scale;
+  };
   return k;
 }
 
@@ -68,6 +77,7 @@ template <class C>
 Key Real(const char* name, double C::*field, double lo, double hi, const char* unit) {
   Key k = MakeKey(name, Key::Type::kNumber, lo, hi, unit);
   k.set_number = [field](void* c, double v) { static_cast<C*>(c)->*field = v; };
+  k.get_number = [field](const void* c) { return static_cast<const C*>(c)->*field; };
   return k;
 }
 
@@ -75,6 +85,7 @@ template <class C>
 Key Bool(const char* name, bool C::*field) {
   Key k = MakeKey(name, Key::Type::kBool, 0, 1, "true/false");
   k.set_bool = [field](void* c, bool v) { static_cast<C*>(c)->*field = v; };
+  k.get_number = [field](const void* c) { return static_cast<const C*>(c)->*field ? 1.0 : 0.0; };
   return k;
 }
 
@@ -907,6 +918,34 @@ std::string ProfileKeyReference() {
   for (const Section& s : sections) {
     for (const Key& k : s.keys)
       out += std::string(s.name) + "." + k.name + ": " + RangeText(k) + "\n";
+  }
+  return out;
+}
+
+std::vector<ProfileKeyInfo> ProfileKeys() {
+  const DeviceSection device;
+  const SsdConfig ssd;
+  const HddConfig hdd;
+  const ZeroConfig zero;
+  const CloudConfig cloud;
+  const Fault fault;
+  const struct {
+    Section section;
+    const void* defaults;
+  } sections[] = {{{"device", DeviceKeys()}, &device}, {{"ssd", SsdKeys()}, &ssd},
+                  {{"hdd", HddKeys()}, &hdd},          {{"zero", ZeroKeys()}, &zero},
+                  {{"cloud", CloudKeys()}, &cloud},    {{"fault", FaultKeys()}, &fault}};
+  std::vector<ProfileKeyInfo> out;
+  for (const auto& s : sections) {
+    for (const Key& k : s.section.keys) {
+      ProfileKeyInfo info;
+      info.section = s.section.name;
+      info.name = k.name;
+      info.allowed = RangeText(k);
+      info.has_default = static_cast<bool>(k.get_number);
+      if (info.has_default) info.default_value = k.get_number(s.defaults);
+      out.push_back(info);
+    }
   }
   return out;
 }

@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "devmodel/faults.h"
+#include "devmodel/hdd.h"
+#include "devmodel/ssd.h"
 
 namespace devmodel {
 namespace {
@@ -166,6 +171,33 @@ TEST(ProfileTest, KeyReferenceListsEveryKeyWithItsRange) {
   const std::string ref = ProfileKeyReference();
   EXPECT_NE(ref.find("ssd.page_read_us: a number in [0, 100000] us"), std::string::npos) << ref;
   EXPECT_NE(ref.find("hdd.queue_policy: one of \"fifo\" \"sptf\""), std::string::npos);
+}
+
+TEST(ProfileTest, KeyDefaultsAreTheConfigsInTheKeysUnit) {
+  const std::vector<ProfileKeyInfo> keys = ProfileKeys();
+  const std::string ref = ProfileKeyReference();
+  EXPECT_EQ(keys.size(), static_cast<std::size_t>(std::count(ref.begin(), ref.end(), '\n')));
+  auto find = [&keys](const std::string& section, const std::string& name) {
+    for (const ProfileKeyInfo& k : keys) {
+      if (k.section == section && k.name == name) return k;
+    }
+    ADD_FAILURE() << section << "." << name << " not listed";
+    return ProfileKeyInfo{};
+  };
+  const SsdConfig ssd;
+  const ProfileKeyInfo read = find("ssd", "page_read_us");
+  EXPECT_EQ(read.allowed, "a number in [0, 100000] us");
+  ASSERT_TRUE(read.has_default);
+  EXPECT_EQ(read.default_value, static_cast<double>(ssd.page_read_ns) / 1e3);
+  EXPECT_EQ(find("ssd", "channels").default_value, static_cast<double>(ssd.channels));
+  EXPECT_EQ(find("ssd", "power_loss_protection").default_value,
+            ssd.power_loss_protection ? 1.0 : 0.0);
+  const HddConfig hdd;
+  EXPECT_EQ(find("hdd", "average_seek_ms").default_value,
+            static_cast<double>(hdd.average_seek_ns) / 1e6);
+  EXPECT_EQ(find("fault", "factor").default_value, static_cast<double>(Fault{}.factor_ppm) / 1e6);
+  EXPECT_FALSE(find("device", "model").has_default);
+  EXPECT_FALSE(find("hdd", "zone_mb_s").has_default);
 }
 
 TEST(ProfileTest, ReadmeKeyReferenceIsTheLoaders) {

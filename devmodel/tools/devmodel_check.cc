@@ -6,6 +6,8 @@
 //   devmodel-check --open PROFILE...   open each through the C ABI, as QEMU
 //                                      does (builds it: preconditioning runs)
 //   devmodel-check --keys              every accepted key with its range
+//   devmodel-check --key-defaults      "<section>.<key> <default>" for each number and
+//                                      boolean key (booleans 0/1; in the key's unit)
 //
 // Prints "PROFILE: ok: <model>, <capacity> bytes, <block>-byte blocks" per
 // valid profile on stdout and "devmodel-check: <message>" per invalid one on
@@ -22,7 +24,10 @@ namespace {
 constexpr int kExitInvalid = 2;
 
 int Usage() {
-  std::fputs("usage: devmodel-check [--open] PROFILE...\n       devmodel-check --keys\n", stderr);
+  std::fputs(
+      "usage: devmodel-check [--open] PROFILE...\n       devmodel-check --keys\n"
+      "       devmodel-check --key-defaults\n",
+      stderr);
   return kExitInvalid;
 }
 
@@ -63,6 +68,13 @@ int main(int argc, char** argv) {
       open = true;
     } else if (arg == "--keys") {
       std::fputs(devmodel::ProfileKeyReference().c_str(), stdout);
+      return 0;
+    } else if (arg == "--key-defaults") {
+      for (const devmodel::ProfileKeyInfo& k : devmodel::ProfileKeys()) {
+        if (k.has_default) {
+          std::printf("%s.%s %.15g\n", k.section.c_str(), k.name.c_str(), k.default_value);
+        }
+      }
       return 0;
     } else if (arg == "--help" || arg == "-h") {
       Usage();

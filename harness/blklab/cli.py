@@ -205,6 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "checkout would build")
     ii.add_argument("file", type=Path)
 
+    ref = sub.add_parser("reference", help="write the reference pages (scenario keys, profile "
+                         "keys, blkgen options, this command line, the cell JSON) generated "
+                         "from the code")
+    ref.add_argument("--out", type=Path, default=paths.REPO / "docs" / "reference",
+                     help="directory to write (default: docs/reference in the repository)")
+    ref.add_argument("--check", action="store_true",
+                     help="write nothing; exit 1 if a page in --out differs from what the "
+                     "code generates")
+
     cmp_ = sub.add_parser("compare", help="compare RUN with a baseline; exit 1 on a regression")
     cmp_.add_argument("baseline", help="baseline name or path to a baseline JSON")
     cmp_.add_argument("run", type=Path)
@@ -383,6 +392,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             return _run(args)
+        if args.command == "reference":
+            from blklab import reference
+
+            if args.check:
+                stale = reference.differences(args.out)
+                for path in stale:
+                    print(f"{path}: differs from what 'blklab reference' generates",
+                          file=sys.stderr)
+                return 1 if stale else 0
+            for path in reference.write(args.out):
+                print(path)
+            return 0
         if args.command == "import":
             from blklab import importer
 

@@ -20,7 +20,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from blklab import appjobs, cpus, device_faults, kernels
 from blklab import filesystem as filesystem_mod
@@ -373,6 +373,11 @@ class Scenario:
 class _Reader:
     """Typed access to a TOML table that reports file and dotted key."""
 
+    # Set by blklab.reference while it generates the scenario-key reference:
+    # called with (prefix, name, what the call accepts) for every key read, so
+    # the reference's types, defaults and bounds are the ones the checks use.
+    recorder: Callable[[str, str, dict[str, Any]], None] | None = None
+
     def __init__(self, path: str, table: dict[str, Any], prefix: str):
         self.path = path
         self.table = table
@@ -388,6 +393,10 @@ class _Reader:
     def get(self, name: str, kind: type | tuple[type, ...], default: Any = None,
             required: bool = False) -> Any:
         self.used.add(name)
+        if _Reader.recorder is not None:
+            _Reader.recorder(self.prefix, name, {"kinds": kind if isinstance(kind, tuple)
+                                                 else (kind,), "default": default,
+                                                 "required": required})
         if name not in self.table:
             if required:
                 raise self.error(name, "is required")
@@ -403,6 +412,8 @@ class _Reader:
 
     def integer(self, name: str, default: int | None, lo: int, hi: int,
                 required: bool = False) -> int | None:
+        if _Reader.recorder is not None:
+            _Reader.recorder(self.prefix, name, {"lo": lo, "hi": hi})
         value = self.get(name, int, default, required)
         if value is not None and not lo <= value <= hi:
             raise self.error(name, f"must be between {lo} and {hi}, got {value}")
@@ -410,6 +421,8 @@ class _Reader:
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None,
                required: bool = False) -> str | None:
+        if _Reader.recorder is not None:
+            _Reader.recorder(self.prefix, name, {"allowed": tuple(allowed)})
         value = self.get(name, str, default, required)
         if value is not None and value not in allowed:
             raise self.error(name, f"'{value}' is not one of: {', '.join(allowed)}")
@@ -692,6 +705,11 @@ def check_deterministic(path: str, devices: list[Device], why: str) -> None:
                 'scenario.mode = "realtime"')
 
 
+# The keys a [[job]] with a fio job file or command takes (the first names the form).
+FIO_JOB_KEYS = {"fio_file": ("fio_file", "sections", "name"),
+                "fio_command": ("fio_command", "name")}
+
+
 def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str, Any],
                         workload: str) -> Job:
     """`[[job]] fio_file = "x.fio"` (optionally `sections = [...]`, `name`),
@@ -703,8 +721,7 @@ def _parse_fio_file_job(path: str, scenario_path: Path, i: int, table: dict[str,
     if "fio_command" in table and "fio_file" in table:
         raise ScenarioError(path, f"{prefix}.fio_command", "a job takes fio_file or "
                             "fio_command, not both")
-    allowed = ("fio_file", "sections", "name") if source == "fio_file" else ("fio_command",
-                                                                              "name")
+    allowed = FIO_JOB_KEYS[source]
     for key in table:
         if key not in allowed:
             raise ScenarioError(path, f"{prefix}.{key}", f"a job with {source} takes its "

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "devmodel/device.h"
 
@@ -56,6 +57,16 @@ bool CheckProfileFromString(const std::string& toml_text, const std::string& nam
 // One line per accepted key: "<section>.<key> <type> [lo, hi] <unit>".
 // Generated from the same table the loader validates against.
 std::string ProfileKeyReference();
+
+// The same keys, each with the value a profile that leaves it out gets.
+struct ProfileKeyInfo {
+  std::string section;  // "ssd", "fault", ...
+  std::string name;
+  std::string allowed;  // the key's line of ProfileKeyReference() after "<section>.<key>: "
+  bool has_default = false;  // false for text and list keys
+  double default_value = 0;  // in the key's unit; booleans 0 or 1
+};
+std::vector<ProfileKeyInfo> ProfileKeys();
 
 }  // namespace devmodel
 
