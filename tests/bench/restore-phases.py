@@ -137,6 +137,8 @@ def report(logs: Path) -> None:
         base = exec_log.parent / exec_log.stem  # qemu.PID
         argv = exec_log.read_text().split("\n")[1:]
         device = next((a.split(",")[0] for a in argv if "devmodel-profile=" in a), "?")
+        if any(a.startswith("ich9-ahci,") for a in argv):
+            device += " on ahci"
         print(f"{base.name} ({device})")
         print(f"  {'phase':<20} {'wall s':>7} {'cpu s':>6}  commonest leaves (share of the phase)")
         for name, wall, cpu, top in phases(base):
