@@ -18,7 +18,7 @@ namespace {
 std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed, int depth = 16, int queues = 1) {
   internal::Rng rng(seed);
   const std::uint64_t blocks = std::min<std::uint64_t>(d.capacity_bytes() / 4096, 1u << 20);
-  const auto done = testing::RunClosedLoop(d, depth, 3000, [&](TimeNs) {
+  return testing::ClosedLoopTimes(d, depth, 3000, [&](TimeNs) {
     Request r;
     if (queues > 1) r.queue_id = static_cast<std::uint32_t>(rng.Below(queues));
     const std::uint64_t pick = rng.Below(100);
@@ -30,12 +30,6 @@ std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed, int depth = 16, int 
     }
     return r;
   });
-  std::vector<TimeNs> times;
-  for (const auto& f : done) {
-    times.push_back(f.submitted_ns);
-    times.push_back(f.completed_ns);
-  }
-  return times;
 }
 
 TEST(DeterminismTest, SameStreamSameCompletionsForEveryProfile) {

@@ -111,7 +111,7 @@ class StateCacheTest : public ::testing::Test {
 std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed) {
   internal::Rng rng(seed);
   const std::uint64_t blocks = d.capacity_bytes() / 4096;
-  const auto done = testing::RunClosedLoop(d, 16, 20000, [&](TimeNs) {
+  return testing::ClosedLoopTimes(d, 16, 20000, [&](TimeNs) {
     Request r;
     r.queue_id = static_cast<std::uint32_t>(1 + rng.Below(3));
     const std::uint64_t pick = rng.Below(100);
@@ -122,12 +122,6 @@ std::vector<TimeNs> RunMixed(Device& d, std::uint64_t seed) {
     }
     return r;
   });
-  std::vector<TimeNs> times;
-  for (const auto& f : done) {
-    times.push_back(f.submitted_ns);
-    times.push_back(f.completed_ns);
-  }
-  return times;
 }
 
 // Replay, cold cache (replay + save), warm cache (load): one drive.

@@ -63,6 +63,19 @@ inline std::vector<Finished> RunClosedLoop(Device& device, int depth, int count,
   return done;
 }
 
+// RunClosedLoop's submit and completion times, in completion order
+// (submitted, completed, submitted, completed, ...): what two runs of the
+// same stream compare to tell whether a device answered them alike.
+inline std::vector<TimeNs> ClosedLoopTimes(Device& device, int depth, int count,
+                                           const std::function<Request(TimeNs)>& next) {
+  std::vector<TimeNs> times;
+  for (const auto& f : RunClosedLoop(device, depth, count, next)) {
+    times.push_back(f.submitted_ns);
+    times.push_back(f.completed_ns);
+  }
+  return times;
+}
+
 // A request and the time it is submitted.
 struct Timed {
   Request request;
