@@ -62,6 +62,8 @@ FaultSchedule::FaultSchedule(std::vector<Fault> faults, std::uint64_t seed)
     if (faults_[i].kind == FaultKind::kStall) stall_order_.push_back(i);
     if (faults_[i].kind == FaultKind::kReset) resets_.push_back(i);
     if (faults_[i].trigger == FaultTrigger::kAfterRequests) after_.push_back(i);
+    // Count() lists picks on the submit path, which must not allocate.
+    if (faults_[i].trigger == FaultTrigger::kProbability) picks_[i].reserve(kMaxListedPicks);
   }
   SortStalls();
 }

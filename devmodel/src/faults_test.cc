@@ -944,5 +944,27 @@ TEST(FaultsTest, SlowAfterRequestsLowersACloudVolumesRateFromItsRequest) {
   EXPECT_EQ(d->Submit(Read(5), 0).deadline_ns, 2 * kMs + 5000000);
 }
 
+// The submit path never allocates: a probability fault's list of picks is
+// reserved whole at construction, so the schedule's heap bytes are the same
+// before any request and after more picks than the list holds (every
+// request picked: probability 1).
+TEST(FaultsTest, ListingPicksAllocatesNothingOnTheSubmitPath) {
+  Fault f;
+  f.kind = FaultKind::kMediaError;
+  f.lba_count = 0;
+  f.trigger = FaultTrigger::kProbability;
+  f.probability = 1.0;
+  f.duration_ns = kForever;
+  FaultSchedule s({f}, 7);
+  s.SetOrigin(0);
+  const std::uint64_t before = s.MemoryBytes();
+  EXPECT_GE(before, kMaxListedPicks * 16);
+  for (std::uint64_t n = 1; n <= kMaxListedPicks + 10; ++n) {
+    const std::uint64_t number = s.Arrive(n * 1000);
+    EXPECT_EQ(s.Classify(ReadAt(n, n), n * 1000, number, 4096).media_error, 0);
+  }
+  EXPECT_EQ(s.MemoryBytes(), before);
+}
+
 }  // namespace
 }  // namespace devmodel

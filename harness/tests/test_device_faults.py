@@ -353,7 +353,7 @@ def test_a_probability_needs_a_front_end_and_deterministic_mode(tmp_path):
     try:
         load(tmp_path, ahci + FAULT_HEAD + 'kind = "media_error"\nprobability = 0.1\n')
     except scenario.ScenarioError as e:
-        assert e.key == "fault[0].kind" and "only nvme does so far" in e.message
+        assert e.key == "fault[0].kind" and "READ LOG EXT page 10h" in e.message
     else:
         raise AssertionError("a media error on AHCI was accepted")
     realtime = BASE.replace('[scenario]\n', '[scenario]\nmode = "realtime"\n')
@@ -363,6 +363,62 @@ def test_a_probability_needs_a_front_end_and_deterministic_mode(tmp_path):
         assert e.key == "fault[0]" and "deterministic mode" in e.message
     else:
         raise AssertionError("a fault in realtime mode was accepted")
+
+
+def on(kind: str) -> str:
+    """BASE with device d0 of front end `kind`."""
+    return BASE.replace('name = "d0"\nkind = "nvme"', f'name = "d0"\nkind = "{kind}"')
+
+
+MEDIA = 'kind = "media_error"\nlba_start = 800\nlba_count = 8\n'
+REFUSED_FRONT_ENDS = [
+    # (front end, the fault's keys after device, the key named, words of the message)
+    ("ahci-hd", MEDIA, "kind", "'media_error' does not fit device 'd0' (ahci-hd): the "
+     "guest's libata runs AHCI disks with NCQ and finds a failed NCQ command by reading the "
+     "NCQ error log (READ LOG EXT page 10h), which QEMU's AHCI does not implement"),
+    ("virtio-blk", 'kind = "timeout"\nat_ms = 1\nduration_ms = 1\n', "kind",
+     "'timeout' does not fit device 'd0' (virtio-blk): the guest's virtio_blk driver has no "
+     "timeout handler (virtio_mq_ops has no .timeout)"),
+    ("virtio-blk", 'kind = "reset"\nat_ms = 1\n', "kind",
+     "'reset' does not fit device 'd0' (virtio-blk): the guest's virtio_blk driver has no "
+     "timeout handler"),
+    ("ide-hd", 'kind = "timeout"\nat_ms = 1\nduration_ms = 1\n', "kind",
+     "'timeout' needs the front end to report it in its protocol; only nvme does so far, "
+     "device 'd0' is ide-hd"),
+    ("ahci-hd", 'kind = "timeout"\nat_ms = 1\nduration_ms = 1\n', "kind",
+     "only nvme does so far, device 'd0' is ahci-hd"),
+    ("ide-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
+     "only nvme does so far, device 'd0' is ide-hd"),
+    ("ahci-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
+     "only nvme does so far, device 'd0' is ahci-hd"),
+    ("ide-hd", MEDIA + "writes = true\n", "writes",
+     "a write error on ide-hd (device 'd0') is not built yet: nvme, virtio-blk only"),
+]
+
+
+@pytest.mark.parametrize("front,keys,key,words", REFUSED_FRONT_ENDS)
+def test_a_kind_the_front_end_cannot_report_is_refused_with_the_reason(
+        tmp_path, front, keys, key, words):
+    p = tmp_path / "s.toml"
+    p.write_text(on(front) + FAULT_HEAD + keys)
+    with pytest.raises(scenario.ScenarioError) as e:
+        scenario.load(p)
+    assert e.value.key == f"fault[0].{key}", (e.value.key, e.value.message)
+    assert words in e.value.message, e.value.message
+    assert str(p) in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("front,keys", [
+    ("ide-hd", MEDIA), ("ide-hd", MEDIA + "writes = false\n"), ("virtio-blk", MEDIA),
+    ("virtio-blk", MEDIA + "writes = true\n"), ("nvme", MEDIA + "writes = true\n"),
+    ("ide-hd", 'kind = "media_error"\nprobability = 0.1\n'),
+])
+def test_a_media_error_on_ide_and_virtio_blk_reaches_the_profile(tmp_path, front, keys):
+    s = load(tmp_path, on(front) + FAULT_HEAD + keys)
+    (f,) = s.faults
+    assert f.device == "d0" and f.kind == "media_error"
+    expected = {"writes = true\n": True, "writes = false\n": False}
+    assert f.writes == next((v for k, v in expected.items() if k in keys), None)
 
 
 PICKED_COUNTERS = {

@@ -29,6 +29,10 @@ reader goes on), with what the kernel source says the guest sees:
   800", each rate-limited to 10 lines per 5 s (DEFAULT_RATELIMIT_BURST);
 - every other read succeeds.
 The same once under blkgen (continue_on_error, no ignore_error needed).
+The same under blkgen on an IDE and a virtio-blk drive (qemu-patches/0059):
+ERR with UNC, and VIRTIO_BLK_S_IOERR; the application sees EIO, no read is
+retried, libata does not reset (the expectations, from the source, are in
+the tests' docstrings and docs/faults.md).
 
 A timeout fault on another NVMe drive under a 6.12 and a 6.1 guest with a
 300 ms io_timeout: the kernel's abort, then its controller reset, take the
@@ -249,6 +253,95 @@ def test_media_error_under_blkgen(built, tmp_path):
 def test_media_error_same_bytes_on_a_busy_host(media_twice):
     (idle, busy), dirs = media_twice
     assert_same_cells(idle, busy, dirs)
+
+
+EIO = 5
+# The same media error and blkgen reader on an IDE (PIIX) and a virtio-blk
+# drive, one cell each.
+FRONT_MEDIA_SCENARIO = (
+    '[scenario]\nname = "media-error-fronts"\nmode = "deterministic"\ntimeout_s = 600\n'
+    'schedulers = ["none"]\n[guest]\nvcpus = 1\nmemory_mib = 512\n'
+    + device("ide", "ide-hd", "fixed-10us", size_gib=1)
+    + device("virtio", "virtio-blk", "fixed-10us", size_gib=1)
+    + '\n[[job]]\nname = "r"\nrw = "read"\nbs = "4k"\nsize = "1m"\niodepth = 1\n'
+    'ioengine = "io_uring"\ndirect = true\nruntime = "100ms"\ntime_based = true\n'
+    'continue_on_error = "read"\n'
+    + "".join(f'\n[[fault]]\ndevice = "{d}"\nkind = "media_error"\nlba_start = {MEDIA_LBA}\n'
+              f"lba_count = {MEDIA_BLOCKS}\n" for d in ("ide", "virtio")))
+
+
+def check_front_media_error_cell(c: dict, at_halt: int) -> int:
+    """What every front end's cell of FRONT_MEDIA_SCENARIO shows: blkgen
+    (which counts a failed read apart from its I/Os) sees EIO once per
+    pass over the MiB, exactly the reads the model failed, and no read is
+    sent again; besides blkgen's reads the model sees `at_halt` requests,
+    the driver's at the guest's halt. Returns the number of failed reads."""
+    assert c["status"] == "ok", c["error"]
+    (job_,) = c["workload"]["jobs"]
+    errors = job_["total_err"]
+    issued = job_["read"]["total_ios"] + errors
+    touched = (issued - 1 - MEDIA_LBA // 8) // MEDIA_PASS_BLOCKS + 1
+    assert touched > 1
+    assert errors == touched and job_["first_error"] == EIO
+    # Exactly the reads the model failed (a retry would touch the range and
+    # fail again), and the model saw blkgen's reads and the halt's requests.
+    assert c["devmodel"]["media_errors"] == {"read": touched, "write": 0}
+    assert c["devmodel"]["requests_since_origin"] == issued + at_halt
+    (f,) = c["faults"]
+    assert f["kind"] == "media_error" and f["requests"] == touched and f["fired"]
+    assert job_["read"]["io_bytes"] == (issued - touched) * 4096
+    return touched
+
+
+@pytest.fixture(scope="module")
+def front_media(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("media-error-fronts")
+    s = tmp / "media-error-fronts.toml"
+    s.write_text(FRONT_MEDIA_SCENARIO)
+    return run(s, tmp / "out")
+
+
+def test_media_error_on_ide_is_unc_and_libata_does_not_retry_or_reset(front_media):
+    """IDE (qemu-patches/0059): READ DMA ends with ERR and UNC. From 6.12's
+    libata-eh.c, libata-scsi.c and scsi_lib.c (docs/faults.md): libata's
+    EH does not retry a media error nor reset, and logs for each failed
+    read, not rate-limited, an exception line, "failed command: READ DMA"
+    and "error: { UNC }"; the midlayer fails the request with BLK_STS_IOERR
+    (EIO) and logs "Sense Key : Medium Error" and blk_print_req_error()
+    "I/O error, dev sda, sector 800", each rate-limited to 10 failures per
+    5 s. kernel_errors keeps exactly these five kinds of line.
+    At the guest's halt sd_shutdown() sends SYNCHRONIZE CACHE (a FLUSH
+    CACHE to the drive) because the drive caches writes (WCE): one request
+    more than blkgen's reads."""
+    c = front_media["ide.none.r0"]
+    touched = check_front_media_error_cell(c, at_halt=1)
+    lines = c["guest"]["kernel_errors"]
+    logged = min(touched, RATELIMIT_BURST)
+    exception = [x for x in lines
+                 if re.fullmatch(r"ata\d\.00: exception Emask 0x0 SAct 0x0 SErr 0x0 action 0x0",
+                                 x)]
+    failed = [x for x in lines if re.fullmatch(r"ata\d\.00: failed command: READ DMA", x)]
+    unc = [x for x in lines if re.fullmatch(r"ata\d\.00: error: \{ UNC \}", x)]
+    sense = [x for x in lines if re.fullmatch(
+        r"sd \d+:0:0:0: \[sda\] tag#\d+ Sense Key : Medium Error \[current\] ?", x)]
+    block = [x for x in lines
+             if x.startswith(f"I/O error, dev sda, sector {MEDIA_LBA} op 0x0:(READ) ")]
+    assert len(exception) == len(failed) == len(unc) == touched, lines
+    assert len(sense) == len(block) == logged, lines
+    assert len(lines) == 3 * touched + 2 * logged, lines
+    assert not [x for x in lines if "reset" in x.lower()], lines
+
+
+def test_media_error_on_virtio_blk_is_ioerr_and_nothing_else(front_media):
+    """virtio-blk (qemu-patches/0059): VIRTIO_BLK_S_IOERR, which 6.12's
+    virtblk_result() makes BLK_STS_IOERR: EIO, no retry, and only
+    blk_print_req_error()'s line, rate-limited to 10 per 5 s."""
+    c = front_media["virtio.none.r0"]
+    touched = check_front_media_error_cell(c, at_halt=0)
+    lines = c["guest"]["kernel_errors"]
+    assert len(lines) == min(touched, RATELIMIT_BURST), lines
+    assert all(x.startswith(f"I/O error, dev vda, sector {MEDIA_LBA} op 0x0:(READ) ")
+               for x in lines), lines
 
 
 IO_TIMEOUT_MS = 300  # [queue] io_timeout: ms, blk_queue_rq_timeout()
