@@ -466,3 +466,12 @@ def test_a_refused_server_setting_is_named_by_its_key(reason, key):
     data = channel.ChannelData(hello="6.12", status="fail", reason=reason)
     got = cell_mod._failure(c, None, data, None, "")
     assert got.startswith(f"{key}: the server refused" if key else "guest: command exited")
+
+
+def test_the_report_draws_a_pgbench_timeline():
+    t = appjobs.checkpoint_timeline(INTERVALS, PG_LOG)
+    cell = {"cell_id": "gp3.none.r0", "request": {"scheduler": "none"},
+            "workload": {"apps": [{"name": "tpcb", "timeline": t}]}}
+    assert report.app_timeline_plot("gp3", [cell]).startswith("data:image/png")
+    cell["workload"]["apps"][0]["timeline"] = {"intervals": []}
+    assert report.app_timeline_plot("gp3", [cell]) is None
