@@ -207,14 +207,21 @@ _REFUSALS = (
 )
 
 
-def refused_setting(reason: str) -> str | None:
-    """The scenario key ([mariadb] or [postgresql] options) of the setting a
-    failed cell's reason says its server refused at its start, as the
-    server names it (`postgresql.options.max_wal_size`); else None."""
+SERVER_LOGS = {"postgresql": "postgres.txt", "mariadb": "mariadbd.txt"}
+
+
+def refused_setting(files: dict[str, bytes], prefix: str = "command-") -> str | None:
+    """When a server's log (the command's output files, sent as
+    <prefix><file>) says it refused a setting at its start: the setting's
+    scenario key ([mariadb] or [postgresql] options) as the server names it,
+    and the server's line (`postgresql.options.max_wal_size: ... FATAL:
+    ...`); else None."""
     for server, pattern in _REFUSALS:
-        m = pattern.search(reason)
-        if m:
-            return f"{server}.options.{m.group(1)}"
+        log = files.get(prefix + SERVER_LOGS[server], b"").decode(errors="replace")
+        for line in log.splitlines():
+            m = pattern.search(line)
+            if m:
+                return f"{server}.options.{m.group(1)}: {line.strip()}"
     return None
 
 

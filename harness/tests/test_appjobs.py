@@ -446,26 +446,30 @@ def test_the_script_counts_pgbench_s_log_per_interval(tmp_path):
         "17000000000 2 4000 2500\n17000000010 1 700 700\n")
 
 
-@pytest.mark.parametrize("reason, key", [
-    ('command exited 1: postgres exited:\n1700000000.100:FATAL:  unrecognized configuration '
-     'parameter "checkpoint_flush_aftr"', "postgresql.options.checkpoint_flush_aftr"),
-    ('command exited 1: FATAL:  invalid value for parameter "max_wal_size": "32XB"',
+@pytest.mark.parametrize("log, line, key", [
+    ("postgres.txt", '1700000000.100:FATAL:  unrecognized configuration parameter '
+     '"checkpoint_flush_aftr"', "postgresql.options.checkpoint_flush_aftr"),
+    ("postgres.txt", 'FATAL:  invalid value for parameter "max_wal_size": "32XB"',
      "postgresql.options.max_wal_size"),
-    ('command exited 1: FATAL:  1 MB is outside the valid range for parameter '
-     '"max_wal_size" (2 .. 2147483647)', "postgresql.options.max_wal_size"),
-    ('command exited 1: FATAL:  "max_wal_size" must be at least twice "wal_segment_size"',
+    ("postgres.txt", 'FATAL:  1 MB is outside the valid range for parameter "max_wal_size" '
+     '(2 .. 2147483647)', "postgresql.options.max_wal_size"),
+    ("postgres.txt", 'FATAL:  "max_wal_size" must be at least twice "wal_segment_size"',
      "postgresql.options.max_wal_size"),
-    ("command exited 1: mariadbd: unknown variable 'innodb_flush_log_at_trx_comit=1'",
+    ("mariadbd.txt", "mariadbd: unknown variable 'innodb_flush_log_at_trx_comit=1'",
      "mariadb.options.innodb_flush_log_at_trx_comit"),
-    ("command exited 1: insert-prepare failed:", None),
+    ("postgres.txt", "LOG:  database system is ready to accept connections", None),
 ])
-def test_a_refused_server_setting_is_named_by_its_key(reason, key):
+def test_a_refused_server_setting_is_named_by_its_key(log, line, key):
     from blklab import cell as cell_mod, channel
-    assert appjobs.refused_setting(reason) == key
+    files = {f"command-{log}": f"LOG:  starting PostgreSQL 15\n{line}\n".encode()}
+    got = appjobs.refused_setting(files)
+    assert got == (f"{key}: {line}" if key else None)
     c = scenario.Cell.__new__(scenario.Cell)
-    data = channel.ChannelData(hello="6.12", status="fail", reason=reason)
-    got = cell_mod._failure(c, None, data, None, "")
-    assert got.startswith(f"{key}: the server refused" if key else "guest: command exited")
+    data = channel.ChannelData(hello="6.12", status="fail", reason="command exited 1: ",
+                               files=files)
+    failure = cell_mod._failure(c, None, data, None, "")
+    assert failure == (f"{key}: the server refused this setting at its start: {line} "
+                       "(guest: command exited 1: )" if key else "guest: command exited 1: ")
 
 
 def test_the_report_draws_a_pgbench_timeline():
