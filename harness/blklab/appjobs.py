@@ -562,16 +562,22 @@ _CKPT_DONE = re.compile(
 def parse_checkpoints(log: str) -> list[dict[str, Any]]:
     """Each checkpoint PostgreSQL logged, in order: its start and end (epoch
     s), what started it, and what its end line says (buffers written, the
-    write and sync phases' seconds, files synced, WAL distance)."""
-    starts = [(float(t), why.strip()) for t, why in _CKPT_START.findall(log)]
+    write and sync phases' seconds, files synced, WAL distance). The
+    checkpointer runs one at a time, so an end line closes the start line
+    logged before it; the next may start in the same millisecond."""
     out = []
-    for m in _CKPT_DONE.finditer(log):
-        end = float(m.group(1))
-        began = [st for st in starts if st[0] <= end]
-        start, why = began[-1] if began else (None, None)
-        if began:
-            starts.remove(began[-1])
-        out.append({"start_epoch_s": start, "end_epoch_s": end, "reason": why,
+    start: tuple[float, str] | None = None
+    for line in log.splitlines():
+        m = _CKPT_START.match(line)
+        if m:
+            start = (float(m.group(1)), m.group(2).strip())
+            continue
+        m = _CKPT_DONE.match(line)
+        if not m:
+            continue
+        began, why = start if start else (None, None)
+        start = None
+        out.append({"start_epoch_s": began, "end_epoch_s": float(m.group(1)), "reason": why,
                     "buffers": int(m.group(2)), "wal_added": int(m.group(3)),
                     "wal_removed": int(m.group(4)), "wal_recycled": int(m.group(5)),
                     "write_s": float(m.group(6)), "sync_s": float(m.group(7)),

@@ -373,7 +373,7 @@ PG_LOG = """1700000000.050:LOG:  database system is ready to accept connections
 1700000001.450:LOG:  checkpoint complete: wrote 800 buffers (4.9%); 0 WAL file(s) added, \
 0 removed, 1 recycled; write=0.310 s, sync=0.140 s, total=0.450 s; sync files=5, \
 longest=0.100 s, average=0.030 s; distance=16384 kB, estimate=16384 kB
-1700000002.000:LOG:  checkpoint starting: wal
+1700000001.450:LOG:  checkpoint starting: wal
 1700000009.000:LOG:  checkpoint complete: wrote 10 buffers (0.1%); 0 WAL file(s) added, \
 0 removed, 0 recycled; write=6.000 s, sync=1.000 s, total=7.000 s; sync files=1, \
 longest=1.000 s, average=1.000 s; distance=16390 kB, estimate=16390 kB
@@ -391,6 +391,8 @@ def test_checkpoint_lines_read():
                  "buffers": 800, "wal_added": 0, "wal_removed": 0, "wal_recycled": 1,
                  "write_s": 0.31, "sync_s": 0.14, "total_s": 0.45, "sync_files": 5,
                  "longest_sync_s": 0.1, "distance_kb": 16384}
+    # The second starts in the millisecond the first ended in.
+    assert b["start_epoch_s"] == 1700000001.45 and b["end_epoch_s"] == 1700000009.0
     assert b["buffers"] == 10 and b["sync_s"] == 1.0 and b["distance_kb"] == 16390
 
 
