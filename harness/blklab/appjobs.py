@@ -103,6 +103,17 @@ PGBENCH_RESERVED = {
 _VALUE = re.compile(r"^[A-Za-z0-9_.,:/+=-]{1,200}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+# pgbench's transactions are also counted per interval of their completion
+# time (the log's epoch and epoch_us), to see latency over time.
+INTERVAL_US = 100_000
+# PostgreSQL's settings the cell records as in effect (pg_settings), those
+# a checkpoint's timing rests on.
+PG_SETTINGS_SHOWN = ("backend_flush_after", "bgwriter_flush_after", "checkpoint_completion_target",
+                     "checkpoint_flush_after", "checkpoint_timeout", "full_page_writes",
+                     "max_wal_size", "shared_buffers", "synchronous_commit", "wal_segment_size",
+                     "wal_sync_method", "wal_writer_flush_after")
+# The WAL's position in bytes (pg_lsn - pg_lsn is numeric).
+WAL_BYTES_SQL = "select pg_current_wal_lsn() - '0/0'"
 SYSBENCH_SEED_MODULUS = 2**31 - 1
 MOUNT_POINT = "/data"
 
@@ -181,6 +192,37 @@ def parse_servers(path: str, data: dict[str, Any], jobs: tuple["AppJob", ...],
             out.append((name, str(value)))
         found[server] = tuple(out)
     return Servers(**found)
+
+
+# How each server names a setting it refuses at its start (PostgreSQL 15's
+# guc.c and xlog.c messages; MariaDB's my_getopt.c): the name is group 1.
+_REFUSALS = (
+    ("postgresql", re.compile(r'unrecognized configuration parameter "([^"]+)"')),
+    ("postgresql", re.compile(r'(?:invalid value for|outside the valid range for) parameter '
+                              r'"([^"]+)"')),
+    ("postgresql", re.compile(r'parameter "([^"]+)" requires')),
+    ("postgresql", re.compile(r'"([a-z_]+)" must be at least')),
+    ("mariadb", re.compile(r"unknown (?:variable|option) '(?:--)?([^'=]+)")),
+    ("mariadb", re.compile(r"Error while setting value '[^']*' to '([^']+)'")),
+)
+
+
+SERVER_LOGS = {"postgresql": "postgres.txt", "mariadb": "mariadbd.txt"}
+
+
+def refused_setting(files: dict[str, bytes], prefix: str = "command-") -> str | None:
+    """When a server's log (the command's output files, sent as
+    <prefix><file>) says it refused a setting at its start: the setting's
+    scenario key ([mariadb] or [postgresql] options) as the server names it,
+    and the server's line (`postgresql.options.max_wal_size: ... FATAL:
+    ...`); else None."""
+    for server, pattern in _REFUSALS:
+        log = files.get(prefix + SERVER_LOGS[server], b"").decode(errors="replace")
+        for line in log.splitlines():
+            m = pattern.search(line)
+            if m:
+                return f"{server}.options.{m.group(1)}: {line.strip()}"
+    return None
 
 
 def is_app_job(table: Any) -> bool:
@@ -309,7 +351,7 @@ pgbin=/usr/lib/postgresql/15/bin
 mkdir -p /data/pg /run/pg
 chown postgres:postgres /data/pg /run/pg
 step postgres-initdb su -s /bin/sh postgres -c "$pgbin/initdb -D /data/pg/db -U postgres --auth=trust --no-locale -E UTF8"
-su -s /bin/sh postgres -c "$pgbin/postgres -D /data/pg/db -c listen_addresses= -c unix_socket_directories=/run/pg -c jit=off{options}" \\
+su -s /bin/sh postgres -c "$pgbin/postgres -D /data/pg/db -c listen_addresses= -c unix_socket_directories=/run/pg -c jit=off -c log_line_prefix=%n: -c log_checkpoints=on{options}" \\
     > "$out/postgres.txt" 2>&1 &
 wait_for postgres $! su -s /bin/sh postgres -c "$pgbin/pg_isready -h /run/pg -U postgres"
 """
@@ -322,6 +364,12 @@ def _sysbench(job: AppJob, i: int, command: str) -> str:
     return (f"sysbench {job.test} --db-driver=mysql --mysql-socket=/run/mysqld.sock "
             f"--mysql-user=root --mysql-db=sbtest_{i} --rand-seed=$sbseed "
             f"{_args(job.options)} {command}").replace("  ", " ")
+
+
+def _psql(sql: str, db: str) -> str:
+    """psql's unaligned, tuples-only output of one statement (no double
+    quotes in sql)."""
+    return f'su -s /bin/sh postgres -c "$pgbin/psql -h /run/pg -U postgres -Atc \\"{sql}\\" {db}"'
 
 
 def _pgbench(args: str, i: int) -> str:
@@ -337,6 +385,9 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
     if any(j.app == "pgbench" for j in jobs):
         text += _POSTGRES.replace("{options}", "".join(f" -c {k}={v}"
                                                         for k, v in servers.postgresql))
+        names = ", ".join(f"'{n}'" for n in PG_SETTINGS_SHOWN)
+        sql = f"select name, setting, unit from pg_settings where name in ({names}) order by name"
+        text += f"step postgres-settings {_psql(sql, 'postgres')}\n"
     text += "\n# Prepare: not measured.\n"
     for i, j in enumerate(jobs):
         if j.app == "sysbench":
@@ -350,6 +401,8 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
     text += "step prepare-sync sync\n"
     text += "\n# The measured runs, one after another.\n"
     for i, j in enumerate(jobs):
+        if j.app == "pgbench":
+            text += f"step {j.name}-wal-start {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"
         text += f"mark {j.name}-start\n"
         if j.app == "sysbench":
             text += f"step {j.name}-run {_sysbench(j, i, '--histogram=on run')}\n"
@@ -359,11 +412,16 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
             text += f"step {j.name}-run {_pgbench(args, i)}\n"
         text += f"mark {j.name}-end\n"
         if j.app == "pgbench":
+            text += f"step {j.name}-wal-end {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"
             # pgbench writes one log per thread, <prefix>.<pid>[.<thread>],
             # a line per transaction; kept as the count of each latency (us),
             # which gives the same percentiles in far fewer bytes.
             text += (f"cat /tmp/pgbench-log-{i}.* | awk '{{ n[$3]++ }} END {{ for (k in n) "
                      f"print k, n[k] }}' | sort -n > \"$out/{j.name}-latency-us.txt\"\n"
+                     f"cat /tmp/pgbench-log-{i}.* | awk '$3 ~ /^[0-9]+$/ {{ k = sprintf(\"%.0f\", "
+                     f"int(($5 * 1000000 + $6) / {INTERVAL_US})); n[k]++; s[k] += $3; if ($3 > m[k]) m[k] = $3 }} "
+                     f"END {{ for (k in n) printf \"%s %.0f %.0f %.0f\\n\", k, n[k], s[k], m[k] }}' | sort -n "
+                     f"> \"$out/{j.name}-intervals.txt\"\n"
                      f"rm -f /tmp/pgbench-log-{i}.*\n")
     text += _TAIL
     if any(j.app == "sysbench" for j in jobs):
@@ -491,6 +549,124 @@ def parse_pgbench(text: str, counts: str) -> dict[str, Any]:
     }
 
 
+# PostgreSQL's checkpoint lines (log_checkpoints = on, log_line_prefix =
+# "%n:", the epoch in s with ms), PG 15's format (xlog.c LogCheckpointEnd).
+_CKPT_START = re.compile(r"^(\d+\.\d+):.*?LOG:  checkpoint starting:(.*)$", re.M)
+_CKPT_DONE = re.compile(
+    r"^(\d+\.\d+):.*?LOG:  checkpoint complete: wrote (\d+) buffers \([\d.]+%\); "
+    r"(\d+) WAL file\(s\) added, (\d+) removed, (\d+) recycled; write=([\d.]+) s, "
+    r"sync=([\d.]+) s, total=([\d.]+) s; sync files=(\d+), longest=([\d.]+) s, "
+    r"average=[\d.]+ s; distance=(\d+) kB, estimate=\d+ kB", re.M)
+
+
+def parse_checkpoints(log: str) -> list[dict[str, Any]]:
+    """Each checkpoint PostgreSQL logged, in order: its start and end (epoch
+    s), what started it, and what its end line says (buffers written, the
+    write and sync phases' seconds, files synced, WAL distance). The
+    checkpointer runs one at a time, so an end line closes the start line
+    logged before it; the next may start in the same millisecond."""
+    out = []
+    start: tuple[float, str] | None = None
+    for line in log.splitlines():
+        m = _CKPT_START.match(line)
+        if m:
+            start = (float(m.group(1)), m.group(2).strip())
+            continue
+        m = _CKPT_DONE.match(line)
+        if not m:
+            continue
+        began, why = start if start else (None, None)
+        start = None
+        out.append({"start_epoch_s": began, "end_epoch_s": float(m.group(1)), "reason": why,
+                    "buffers": int(m.group(2)), "wal_added": int(m.group(3)),
+                    "wal_removed": int(m.group(4)), "wal_recycled": int(m.group(5)),
+                    "write_s": float(m.group(6)), "sync_s": float(m.group(7)),
+                    "total_s": float(m.group(8)), "sync_files": int(m.group(9)),
+                    "longest_sync_s": float(m.group(10)), "distance_kb": int(m.group(11))})
+    return out
+
+
+def parse_intervals(text: str) -> list[tuple[int, int, int, int]]:
+    """(interval index since the epoch, transactions, their latencies' sum
+    in us, the largest in us) from the script's per-interval count."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 4 and all(x.isdigit() for x in f):
+            out.append(tuple(int(x) for x in f))
+    return sorted(out)
+
+
+def _phase(t0: float, t1: float, ckpts: list[dict[str, Any]]) -> str:
+    """What the checkpointer did in [t0, t1) (epoch s): "sync" if any
+    checkpoint's sync phase (its end less sync_s, to its end) overlaps it,
+    else "write" if a write phase (its start to its end less sync_s) does,
+    else "-"."""
+    phase = "-"
+    for c in ckpts:
+        if c["start_epoch_s"] is None:
+            continue
+        sync_from = c["end_epoch_s"] - c["sync_s"]
+        if sync_from < t1 and c["end_epoch_s"] >= t0:
+            return "sync"
+        if c["start_epoch_s"] < t1 and sync_from >= t0:
+            phase = "write"
+    return phase
+
+
+def _summary(rows: list[tuple[int, int, int, int]]) -> dict[str, Any]:
+    n = sum(r[1] for r in rows)
+    return {"intervals": len(rows), "transactions": n,
+            "mean_ms": round(sum(r[2] for r in rows) / n / 1000.0, 6) if n else None,
+            "max_ms": max(r[3] for r in rows) / 1000.0 if n else None}
+
+
+def checkpoint_timeline(intervals_text: str, log: str) -> dict[str, Any]:
+    """pgbench's transactions per INTERVAL_US of completion time beside
+    PostgreSQL's checkpoints, both in s from the start of the run's first
+    interval; and the transactions completed in intervals that a sync phase
+    overlaps against the rest."""
+    rows = parse_intervals(intervals_text)
+    ckpts = parse_checkpoints(log)
+    if not rows:
+        return {"interval_ms": INTERVAL_US / 1000, "intervals": [], "checkpoints": []}
+    step = INTERVAL_US / 1e6
+    origin = rows[0][0] * step
+    last = (rows[-1][0] + 1) * step
+    shown, sync_rows, other_rows = [], [], []
+    for k, n, total, top in rows:
+        phase = _phase(k * step, (k + 1) * step, ckpts)
+        (sync_rows if phase == "sync" else other_rows).append((k, n, total, top))
+        shown.append([round(k * step - origin, 3), n, round(total / n / 1000.0, 3),
+                      top / 1000.0, phase])
+    in_run = [c for c in ckpts if c["start_epoch_s"] is not None
+              and origin <= c["end_epoch_s"] <= last]
+    return {
+        "interval_ms": INTERVAL_US / 1000,
+        "origin_epoch_s": round(origin, 3),
+        "columns": ["t_s", "transactions", "mean_ms", "max_ms", "checkpointer"],
+        "intervals": shown,
+        "checkpoints": [{**{k: v for k, v in c.items() if not k.endswith("epoch_s")},
+                         "start_s": (round(c["start_epoch_s"] - origin, 3)
+                                     if c["start_epoch_s"] is not None else None),
+                         "end_s": round(c["end_epoch_s"] - origin, 3),
+                         "in_run": c in in_run} for c in ckpts],
+        "checkpoints_in_run": len(in_run),
+        "sync_phase": _summary(sync_rows),
+        "other": _summary(other_rows),
+    }
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """psql -At's name|setting|unit lines: name -> setting with its unit."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split("|")
+        if len(f) == 3:
+            out[f[0]] = f"{f[1]}{' ' + f[2] if f[2] else ''}"
+    return out
+
+
 # What an [[expect]] may read of an application job's results (its entry
 # in workload.apps): name -> what it is. Latencies in ns, as the block
 # layer's metrics; per transaction: the device's completed requests of the
@@ -502,6 +678,15 @@ APP_METRICS = {
     "app_latency_p99_ns": "the 99th percentile of the transaction latency",
     "app_writes_per_transaction": "write requests completed in the measured run per transaction",
     "app_flushes_per_transaction": "flush requests completed in the measured run per transaction",
+    "app_latency_max_ns": "the slowest transaction",
+    "app_checkpoints": "pgbench: PostgreSQL's checkpoints that ended within the measured run",
+    "app_sync_phase_latency_mean_ns": "pgbench: the mean latency of the transactions completed "
+                                      "in 100 ms intervals a checkpoint's sync phase overlaps",
+    "app_sync_phase_latency_max_ns": "pgbench: the slowest of those",
+    "app_other_latency_mean_ns": "pgbench: the mean latency of the other transactions",
+    "app_other_latency_max_ns": "pgbench: the slowest of the other transactions",
+    "app_wal_bytes_per_checkpoint": "pgbench: WAL bytes written in the measured run over the "
+                                    "checkpoints that ended in it",
 }
 
 
@@ -518,6 +703,19 @@ def metric(entry: dict[str, Any], name: str) -> float | None:
         ms = lat.get("avg")
     elif name in ("app_latency_p95_ns", "app_latency_p99_ns"):
         ms = (lat.get("percentiles") or {}).get(name[len("app_latency_p"):-len("_ns")])
+    elif name == "app_latency_max_ns":
+        ms = lat.get("max")
+    elif name == "app_checkpoints":
+        tl = entry.get("timeline")
+        return float(tl["checkpoints_in_run"]) if tl and "checkpoints_in_run" in tl else None
+    elif name.startswith(("app_sync_phase_", "app_other_")):
+        part = (entry.get("timeline") or {}).get(
+            "sync_phase" if name.startswith("app_sync_phase_") else "other") or {}
+        ms = part.get("mean_ms" if name.endswith("_mean_ns") else "max_ms")
+    elif name == "app_wal_bytes_per_checkpoint":
+        n = (entry.get("timeline") or {}).get("checkpoints_in_run")
+        wal = entry.get("wal_bytes")
+        return float(wal) / n if n and wal is not None else None
     elif name in ("app_writes_per_transaction", "app_flushes_per_transaction"):
         delta = (entry.get("disk_stats") or {}).get("delta") or {}
         key = "write_ios" if name == "app_writes_per_transaction" else "flush_ios"
@@ -550,6 +748,12 @@ def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
                 entry.update(parse_sysbench(run))
             else:
                 entry.update(parse_pgbench(run, text(f"{job.name}-latency-us.txt")))
+                entry["server_settings"] = parse_settings(text("postgres-settings.txt"))
+                w0, w1 = text(f"{job.name}-wal-start.txt"), text(f"{job.name}-wal-end.txt")
+                entry["wal_bytes"] = (int(w1.strip()) - int(w0.strip())
+                                      if w0.strip().isdigit() and w1.strip().isdigit() else None)
+                entry["timeline"] = checkpoint_timeline(text(f"{job.name}-intervals.txt"),
+                                                        text("postgres.txt"))
         except ValueError as e:
             entry["error"] = str(e)
         before, after = text(f"{job.name}-start-stat.txt"), text(f"{job.name}-end-stat.txt")

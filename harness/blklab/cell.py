@@ -424,6 +424,11 @@ def _failure(cell: Cell, result: CellResult, data: channel.ChannelData,
              vm_error: str | None, console: str) -> str | None:
     """The reason the cell failed, or None."""
     if data.status == "fail":
+        refused = appjobs.refused_setting(data.files, COMMAND_FILE_PREFIX)
+        if refused is not None:
+            key, line = refused.split(": ", 1)
+            return (f"{key}: the server refused this setting at its start: {line} "
+                    f"(guest: {data.reason})")
         return f"guest: {data.reason}"
     panic = next((line.strip() for line in console.splitlines()
                   if "Kernel panic - not syncing" in line), None)

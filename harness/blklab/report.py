@@ -178,6 +178,54 @@ def timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
     return _png(fig)
 
 
+def app_timeline_plot(device: str, cells: list[dict[str, Any]]) -> str | None:
+    """pgbench jobs' slowest and mean transaction per interval of completion
+    time (appjobs.checkpoint_timeline), one line per cell (first repeat of
+    each group), with the first drawn cell's checkpoint sync phases shaded."""
+    fig, (ax_max, ax_mean) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+    drawn = 0
+    seen = set()
+    shaded = None
+    for i, c in enumerate(cells):
+        g = stats.group_id(c["cell_id"])
+        if g in seen:
+            continue
+        seen.add(g)
+        for a in (c.get("workload") or {}).get("apps", []):
+            tl = a.get("timeline") or {}
+            rows = tl.get("intervals") or []
+            if not rows:
+                continue
+            colour = _colour(c["request"]["scheduler"], i)
+            t = [r[0] for r in rows]
+            ax_max.plot(t, [r[3] for r in rows], color=colour, lw=0.8,
+                        label=f"{g.split('.', 1)[1]} {a['name']}")
+            ax_mean.plot(t, [r[2] for r in rows], color=colour, lw=0.8)
+            drawn += 1
+            if shaded is None:
+                shaded = c["cell_id"]
+                for k, ck in enumerate(x for x in tl.get("checkpoints", [])
+                                       if x.get("start_s") is not None):
+                    for ax in (ax_max, ax_mean):
+                        ax.axvspan(ck["end_s"] - ck["sync_s"], ck["end_s"], color="0.5",
+                                   alpha=0.25, label=(f"checkpoint sync phases ({shaded})"
+                                                      if ax is ax_max and k == 0 else None))
+    if not drawn:
+        plt.close(fig)
+        return None
+    interval = next(a["timeline"]["interval_ms"] for c in cells
+                    for a in (c.get("workload") or {}).get("apps", []) if a.get("timeline"))
+    ax_max.set_title(f"{device}: pgbench transactions per {interval:g} ms of completion time")
+    ax_max.set_ylabel("slowest (ms)")
+    ax_max.set_yscale("log")
+    ax_max.legend(fontsize=7)
+    ax_mean.set_ylabel("mean (ms)")
+    ax_mean.set_xlabel("time since the run's first interval (s)")
+    for ax in (ax_max, ax_mean):
+        ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
 def _shade_fired(ax, fired: dict[str, Any], asked: dict[str, Any], colour: str,
                  label: str) -> None:
     """An after_requests fault's window, or a probability fault's picks,
@@ -341,7 +389,9 @@ def render(run_dir: Path, cells: list[dict[str, Any]], manifest: dict[str, Any],
         for pid, title, src in (
                 ("cdf", "latency CDF", cdf_plot(name, ok_cells)),
                 ("percentiles", "latency percentiles", percentile_bars(name, rows)),
-                ("timeline", "IOPS and p99 timeline", timeline_plot(name, ok_cells))):
+                ("timeline", "IOPS and p99 timeline", timeline_plot(name, ok_cells)),
+                ("app-timeline", "pgbench latency and checkpoints",
+                 app_timeline_plot(name, ok_cells))):
             if src:
                 plots.append({"id": f"{name}-{pid}", "title": f"{name}: {title}", "src": src})
         table = []

@@ -224,7 +224,8 @@ options = {checkpoint_timeout = "30s", fsync = true}
                                 "--innodb-buffer-pool-size=256M", '>', '"$out/mariadbd.txt"',
                                 "2>&1", "&"]
     (postgres,) = [line for line in text.splitlines() if "/postgres -D" in line]
-    assert postgres.endswith('-c jit=off -c checkpoint_timeout=30s -c fsync=on" \\')
+    assert postgres.endswith('-c jit=off -c log_line_prefix=%n: -c log_checkpoints=on '
+                             '-c checkpoint_timeout=30s -c fsync=on" \\')
 
 
 @pytest.mark.parametrize("extra, key, message", [
@@ -363,3 +364,120 @@ below = 1
     with pytest.raises(ScenarioError) as e:
         _load(tmp_path, text)
     assert e.value.key == "expect[0].metric" and "no [[job]] has an app" in e.value.message
+
+
+# PostgreSQL 15's checkpoint lines as log_line_prefix = "%n:" writes them
+# (xlog.c LogCheckpointStart, LogCheckpointEnd).
+PG_LOG = """1700000000.050:LOG:  database system is ready to accept connections
+1700000001.000:LOG:  checkpoint starting: wal
+1700000001.450:LOG:  checkpoint complete: wrote 800 buffers (4.9%); 0 WAL file(s) added, \
+0 removed, 1 recycled; write=0.310 s, sync=0.140 s, total=0.450 s; sync files=5, \
+longest=0.100 s, average=0.030 s; distance=16384 kB, estimate=16384 kB
+1700000001.450:LOG:  checkpoint starting: wal
+1700000009.000:LOG:  checkpoint complete: wrote 10 buffers (0.1%); 0 WAL file(s) added, \
+0 removed, 0 recycled; write=6.000 s, sync=1.000 s, total=7.000 s; sync files=1, \
+longest=1.000 s, average=1.000 s; distance=16390 kB, estimate=16390 kB
+"""
+# Intervals of 100 ms since the epoch: index, transactions, latency sum (us), max (us).
+INTERVALS = """17000000005 10 10000 1500
+17000000012 4 40000 20000
+17000000013 10 10000 1200
+"""
+
+
+def test_checkpoint_lines_read():
+    a, b = appjobs.parse_checkpoints(PG_LOG)
+    assert a == {"start_epoch_s": 1700000001.0, "end_epoch_s": 1700000001.45, "reason": "wal",
+                 "buffers": 800, "wal_added": 0, "wal_removed": 0, "wal_recycled": 1,
+                 "write_s": 0.31, "sync_s": 0.14, "total_s": 0.45, "sync_files": 5,
+                 "longest_sync_s": 0.1, "distance_kb": 16384}
+    # The second starts in the millisecond the first ended in.
+    assert b["start_epoch_s"] == 1700000001.45 and b["end_epoch_s"] == 1700000009.0
+    assert b["buffers"] == 10 and b["sync_s"] == 1.0 and b["distance_kb"] == 16390
+
+
+def test_the_timeline_marks_the_intervals_a_sync_phase_overlaps():
+    t = appjobs.checkpoint_timeline(INTERVALS, PG_LOG)
+    assert t["origin_epoch_s"] == 1700000000.5
+    # The first checkpoint writes from 1.0 s past the epoch's second
+    # 1700000000 and syncs from 1.31 to 1.45 s: [1.2, 1.3) is in its write
+    # phase, [1.3, 1.4) in its sync phase. The second ends after the run.
+    assert [r[0] for r in t["intervals"]] == [0.0, 0.7, 0.8]
+    assert [r[4] for r in t["intervals"]] == ["-", "write", "sync"]
+    assert t["intervals"][1][1:4] == [4, 10.0, 20.0]
+    assert t["checkpoints_in_run"] == 0  # the first ended at 1.45 s, after the last interval
+    assert t["sync_phase"] == {"intervals": 1, "transactions": 10, "mean_ms": 1.0,
+                               "max_ms": 1.2}
+    assert t["other"] == {"intervals": 2, "transactions": 14,
+                          "mean_ms": round(50000 / 14 / 1000, 6), "max_ms": 20.0}
+    assert [c["in_run"] for c in t["checkpoints"]] == [False, False]
+    assert t["checkpoints"][0]["start_s"] == 0.5 and t["checkpoints"][0]["end_s"] == 0.95
+
+
+def test_checkpoint_metrics():
+    longer = INTERVALS + "17000000014 2 2000 1000\n"
+    t = appjobs.checkpoint_timeline(longer, PG_LOG)
+    assert t["checkpoints_in_run"] == 1
+    entry = {"timeline": t, "wal_bytes": 20 * 2**20, "latency_ms": {"max": 20.0}}
+    assert appjobs.metric(entry, "app_checkpoints") == 1.0
+    assert appjobs.metric(entry, "app_wal_bytes_per_checkpoint") == 20 * 2**20
+    assert appjobs.metric(entry, "app_latency_max_ns") == 20.0e6
+    assert appjobs.metric(entry, "app_sync_phase_latency_max_ns") == 1.2e6
+    assert appjobs.metric(entry, "app_other_latency_max_ns") == 20.0e6
+    assert appjobs.metric(entry, "app_sync_phase_latency_mean_ns") == 1.0e6
+    # No checkpoint in the run: no WAL per checkpoint.
+    t0 = appjobs.checkpoint_timeline(INTERVALS, PG_LOG)
+    assert appjobs.metric({"timeline": t0, "wal_bytes": 1}, "app_wal_bytes_per_checkpoint") is None
+
+
+def test_the_script_counts_pgbench_s_log_per_interval(tmp_path):
+    """The awk program the script runs, on two transactions in one 100 ms
+    interval and a failed one (pgbench -l: client transaction time script
+    epoch epoch_us)."""
+    j = appjobs.AppJob("tpcb", "pgbench", "", (("time", "1"),), ())
+    text = appjobs.script((j,))
+    line = next(s for s in text.splitlines() if "-intervals.txt" in s)
+    log = tmp_path / "pgbench-log-0.1"
+    log.write_text("0 1 1500 0 1700000000 50000\n0 2 2500 0 1700000000 99999\n"
+                   "0 3 failed 0 1700000000 120000\n0 4 700 0 1700000001 0\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = line.replace("/tmp/pgbench-log-0", str(tmp_path / "pgbench-log-0"))
+    subprocess.run(["sh", "-c", cmd], check=True, env={"out": str(out), "PATH": "/usr/bin:/bin"})
+    assert (out / "tpcb-intervals.txt").read_text() == (
+        "17000000000 2 4000 2500\n17000000010 1 700 700\n")
+
+
+@pytest.mark.parametrize("log, line, key", [
+    ("postgres.txt", '1700000000.100:FATAL:  unrecognized configuration parameter '
+     '"checkpoint_flush_aftr"', "postgresql.options.checkpoint_flush_aftr"),
+    ("postgres.txt", 'FATAL:  invalid value for parameter "max_wal_size": "32XB"',
+     "postgresql.options.max_wal_size"),
+    ("postgres.txt", 'FATAL:  1 MB is outside the valid range for parameter "max_wal_size" '
+     '(2 .. 2147483647)', "postgresql.options.max_wal_size"),
+    ("postgres.txt", 'FATAL:  "max_wal_size" must be at least twice "wal_segment_size"',
+     "postgresql.options.max_wal_size"),
+    ("mariadbd.txt", "mariadbd: unknown variable 'innodb_flush_log_at_trx_comit=1'",
+     "mariadb.options.innodb_flush_log_at_trx_comit"),
+    ("postgres.txt", "LOG:  database system is ready to accept connections", None),
+])
+def test_a_refused_server_setting_is_named_by_its_key(log, line, key):
+    from blklab import cell as cell_mod, channel
+    files = {f"command-{log}": f"LOG:  starting PostgreSQL 15\n{line}\n".encode()}
+    got = appjobs.refused_setting(files)
+    assert got == (f"{key}: {line}" if key else None)
+    c = scenario.Cell.__new__(scenario.Cell)
+    data = channel.ChannelData(hello="6.12", status="fail", reason="command exited 1: ",
+                               files=files)
+    failure = cell_mod._failure(c, None, data, None, "")
+    assert failure == (f"{key}: the server refused this setting at its start: {line} "
+                       "(guest: command exited 1: )" if key else "guest: command exited 1: ")
+
+
+def test_the_report_draws_a_pgbench_timeline():
+    t = appjobs.checkpoint_timeline(INTERVALS, PG_LOG)
+    cell = {"cell_id": "gp3.none.r0", "request": {"scheduler": "none"},
+            "workload": {"apps": [{"name": "tpcb", "timeline": t}]}}
+    assert report.app_timeline_plot("gp3", [cell]).startswith("data:image/png")
+    cell["workload"]["apps"][0]["timeline"] = {"intervals": []}
+    assert report.app_timeline_plot("gp3", [cell]) is None

@@ -136,3 +136,26 @@ def test_the_servers_took_the_scenario_s_settings(run):
     assert "innodb_buffer_pool_size=64m" in _file(run, "mariadbd.txt")
     # log_connections: one line per connection, pgbench's among them.
     assert "connection authorized: user=postgres database=pgbench_1" in _file(run, "postgres.txt")
+
+
+@pytest.mark.parametrize("setting, said", [
+    ('max_wal_size = "16MB"', '"max_wal_size" must be at least twice "wal_segment_size"'),
+    ('checkpoint_flush_aftr = 0', 'unrecognized configuration parameter "checkpoint_flush_aftr"'),
+])
+def test_a_setting_postgres_refuses_names_its_key(apps_built, tmp_path, setting, said):
+    """PostgreSQL checks its settings as it starts and exits on one it
+    refuses (xlog.c: max_wal_size below two segments; guc.c: a name it
+    does not have); the cell fails naming the scenario's key, with the
+    server's own line."""
+    key = setting.split(" =")[0]
+    text = SCENARIO.replace("log_connections = true", setting)
+    text = text[:text.index("[[job]]")] + text[text.index('[[job]]\nname = "tpcb"'):]
+    text = text[:text.index("[mariadb]")] + text[text.index("[postgresql]"):]
+    (tmp_path / "s.toml").write_text(text)
+    proc = run_blklab("run", str(tmp_path / "s.toml"), "--jobs", "1", "--out",
+                      str(tmp_path / "out"))
+    assert proc.returncode != 0
+    ((cid, cell),) = cells_of(tmp_path / "out").items()
+    assert cell["status"] == "failed"
+    assert cell["error"].startswith(f"postgresql.options.{key}: the server refused"), cell["error"]
+    assert said in cell["error"], cell["error"]
