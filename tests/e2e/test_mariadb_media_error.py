@@ -9,6 +9,8 @@ test_scenarios.py's LONG_SHORT_FORMS. The host time is printed (pytest -s)."""
 
 import time
 
+import pytest
+
 from conftest import REPO, cells_of, run_blklab
 
 SCENARIO = REPO / "scenarios" / "mariadb-media-error.toml"
@@ -27,6 +29,12 @@ def one_cell_scenario() -> str:
     return head + SHORT
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the derivation's InnoDB half is contradicted by the first run (2026-12-07, seed 1): "
+    "10.11.18 did not retry the failed page read; it logged 'We detected index corruption', "
+    "the SELECT failed with 1030 (error 168) and sysbench exited 1. The 10.11 read path "
+    "(btr_cur_t::search_leaf -> buf_page_get_gen) must be read again before the checks change "
+    "(scenarios/mariadb-media-error.md, 'Measured')"))
 def test_a_media_error_under_mariadb(apps_built, tmp_path):
     scenario = tmp_path / "mariadb-media-error-one-cell.toml"
     scenario.write_text(one_cell_scenario())
