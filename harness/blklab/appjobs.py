@@ -730,6 +730,38 @@ def _pct_key(p: float) -> str:
     return f"{p:g}"
 
 
+# What the servers and the benchmark said went wrong: MariaDB's error log
+# (mariadbd's stderr, $out/mariadbd.txt) lines at [ERROR], [Warning] or
+# [FATAL] and its crash report, sysbench's FATAL lines. Kept whatever the
+# command's exit, so a cell whose server aborted still says why.
+_SERVER_LINE = re.compile(r"\[(ERROR|FATAL|Warning)\]|^mariadbd got signal|signal \d+ ")
+_SERVER_STAMP = re.compile(r"^\d{4}-\d\d-\d\d +\d?\d:\d\d:\d\d +\d+ +")
+_SYSBENCH_LINE = re.compile(r"^FATAL: |^\(last message repeated")
+
+
+def error_lines(jobs: tuple[AppJob, ...], files: dict[str, bytes],
+                prefix: str = "command-") -> dict[str, list[str]]:
+    """Per output file, the error lines of the servers and the benchmarks
+    the jobs ran, in order, the server's date, time and thread id taken
+    off (`mariadbd`: the error log; `<job>-run`: sysbench's FATAL lines).
+    A file the guest did not send is left out."""
+    out: dict[str, list[str]] = {}
+
+    def scan(name: str, pattern: re.Pattern, strip: re.Pattern | None) -> None:
+        blob = files.get(f"{prefix}{name}.txt")
+        if blob is None:
+            return
+        lines = blob.decode(errors="replace").splitlines()
+        out[name] = [strip.sub("", ln) if strip else ln for ln in lines if pattern.search(ln)]
+
+    if any(j.app == "sysbench" for j in jobs):
+        scan("mariadbd", _SERVER_LINE, _SERVER_STAMP)
+    for job in jobs:
+        if job.app == "sysbench":
+            scan(f"{job.name}-run", _SYSBENCH_LINE, None)
+    return out
+
+
 def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
             prefix: str = "command-") -> list[dict[str, Any]]:
     """Each job's own results from the command's output files (the guest

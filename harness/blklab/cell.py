@@ -269,6 +269,12 @@ def _run_cell_in(cell: Cell, scenario: Scenario, ctx: CellContext, scratch: Path
             result.workload["apps"] = appjobs.results(scenario.app_jobs, data.files,
                                                       COMMAND_FILE_PREFIX)
 
+    if scenario.app_jobs and data.files:
+        # The servers' and benchmarks' error lines, also when the command
+        # failed (a server that aborted, a benchmark that stopped).
+        result.guest["app_errors"] = appjobs.error_lines(scenario.app_jobs, data.files,
+                                                         COMMAND_FILE_PREFIX)
+
     keep: dict[str, bytes] = {}
     rel_dir = f"cells/{cell.id}"
     for name in ("console.log", "cmdline.txt", "domain.xml"):

@@ -275,7 +275,13 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
                           "windows count from the guest's own instruction at the workload's "
                           'start, which only icount makes the same on every host; set '
                           'scenario.mode = "deterministic"')
-        length, why = run_length_ms(jobs)
+        # Only a window that could end past the run needs the run's length: a
+        # probability picks to the end of the run whatever its length, and so
+        # does a media error from the start without a duration (the jobs'
+        # length is then not needed, e.g. application jobs, which run for
+        # their benchmark's own time).
+        windowed = duration_ms is not None or (at_ms is not None and at_ms > 0)
+        length, why = run_length_ms(jobs) if windowed else (float("inf"), None)
         if length is None:
             raise r.error(None, f"the run's length is not known, so the window cannot be "
                           f"checked: {why} (give every [[job]] a runtime)")

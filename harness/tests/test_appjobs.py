@@ -481,3 +481,31 @@ def test_the_report_draws_a_pgbench_timeline():
     assert report.app_timeline_plot("gp3", [cell]).startswith("data:image/png")
     cell["workload"]["apps"][0]["timeline"] = {"intervals": []}
     assert report.app_timeline_plot("gp3", [cell]) is None
+
+def test_the_servers_and_benchmarks_error_lines(tmp_path):
+    # Lines in the forms MariaDB 10.11's error log and sysbench 1.0.20 print
+    # them (written for this test, not a cell's output): only the error,
+    # warning and fatal lines are kept, without the server's date, time and
+    # thread id; a file the guest did not send is left out.
+    s = _load(tmp_path, SCENARIO + SYSBENCH)
+    log = (b"2026-12-07  6:55:01 0 [Note] InnoDB: Buffer pool(s) load completed\n"
+           b"2026-12-07  6:55:03 5 [ERROR] InnoDB: Operating system error number 61 in a "
+           b"file operation.\n"
+           b"2026-12-07  6:55:03 5 [Warning] InnoDB: Retry attempts for reading partial "
+           b"data failed.\n"
+           b"2026-12-07 16:55:04 0 [ERROR] [FATAL] InnoDB: IO Error: 61 during read\n"
+           b"mariadbd got signal 6 ;\n")
+    run = (b"Running the test with following options:\n"
+           b"FATAL: mysql_stmt_execute() returned error 2013 (Lost connection to server "
+           b"during query) for query 'SELECT c FROM sbtest1 WHERE id=?'\n"
+           b"FATAL: `thread_run' function failed: ...\n")
+    files = {"command-mariadbd.txt": log, "command-insert-run.txt": run}
+    assert appjobs.error_lines(s.app_jobs, files) == {
+        "mariadbd": ["[ERROR] InnoDB: Operating system error number 61 in a file operation.",
+                     "[Warning] InnoDB: Retry attempts for reading partial data failed.",
+                     "[ERROR] [FATAL] InnoDB: IO Error: 61 during read",
+                     "mariadbd got signal 6 ;"],
+        "insert-run": [run.decode().splitlines()[1], run.decode().splitlines()[2]]}
+    assert appjobs.error_lines(s.app_jobs, {}) == {}
+    clean = {"command-mariadbd.txt": log.splitlines(keepends=True)[0]}
+    assert appjobs.error_lines(s.app_jobs, clean) == {"mariadbd": []}

@@ -182,6 +182,28 @@ def test_the_run_length_counts_startdelay(tmp_path):
         raise AssertionError("a window past the run was accepted")
 
 
+def test_a_fault_without_a_window_needs_no_run_length(tmp_path):
+    # A probability picks to the end of the run, and a media error from the
+    # start without a duration lasts to it: neither can end past the run,
+    # so a job without a runtime (an application's) is fine. A window
+    # still needs the run's length.
+    head = SCENARIO.split("[[fault]]")[0].replace('runtime = "300ms"\n', "")
+    picked = head + """[[fault]]
+device = "d0"
+kind = "media_error"
+probability = 0.01
+[[fault]]
+device = "d1"
+kind = "media_error"
+lba_start = 0
+lba_count = 8
+"""
+    assert [f.kind for f in load(tmp_path, picked).faults] == ["media_error", "media_error"]
+    with pytest.raises(scenario.ScenarioError) as e:
+        load(tmp_path, picked + 'duration_ms = 10\n')
+    assert e.value.key == "fault[1]" and "run's length is not known" in e.value.message
+
+
 def test_bundle_marks_the_workload_start_only_with_faults(tmp_path):
     s = load(tmp_path)
     envs = {}
