@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +24,7 @@ class OptionTable:
 
 
 def blkgen_binary() -> Path:
-    cmake = Path(os.environ.get("BLKLAB_CMAKE_BUILD", paths.build_dir() / "cmake"))
-    tool = cmake / "workload" / "blkgen"
-    if not tool.exists():
-        raise BuildMissingError(f"no {tool}: run 'make cmake' (blklab reads blkgen's option "
-                                "table from it)")
-    return tool
+    return paths.cmake_tool("workload/blkgen", "blklab reads blkgen's option table from it")
 
 
 @functools.lru_cache(maxsize=4)

@@ -25,6 +25,16 @@ def devmodel_state_dir() -> Path:
     return cache_dir() / "devmodel-state"
 
 
+def cmake_tool(relative: str, why: str) -> Path:
+    """A tool of the CMake build (build/cmake, or BLKLAB_CMAKE_BUILD), e.g.
+    "workload/blkgen"; `why` says what blklab reads from it."""
+    cmake = Path(os.environ.get("BLKLAB_CMAKE_BUILD", build_dir() / "cmake"))
+    tool = cmake / relative
+    if not tool.exists():
+        raise BuildMissingError(f"no {tool}: run 'make cmake' ({why})")
+    return tool
+
+
 def qemu_dir() -> Path:
     d = build_dir() / "qemu"
     if not (d / "bin" / "qemu-system-x86_64").exists():

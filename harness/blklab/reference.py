@@ -226,12 +226,8 @@ def _range_text(rec: Recorded, written: str | None) -> str:
 # ---- profile keys ---------------------------------------------------------
 
 def devmodel_check_binary() -> Path:
-    cmake = Path(os.environ.get("BLKLAB_CMAKE_BUILD", paths.build_dir() / "cmake"))
-    tool = cmake / "devmodel" / "devmodel-check"
-    if not tool.exists():
-        raise BuildMissingError(f"no {tool}: run 'make cmake' (the profile keys are read from "
-                                "libdevmodel's key table through it)")
-    return tool
+    return paths.cmake_tool("devmodel/devmodel-check", "the profile keys are read from "
+                            "libdevmodel's key table through it")
 
 
 _PROFILE_KEY = re.compile(r"^(\w+)\.(\w+): (a string|true or false|one of .*|"
