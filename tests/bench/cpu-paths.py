@@ -114,11 +114,12 @@ def print_sweep() -> None:
     print(f"published sweep ({QD_SWEEP.relative_to(REPO)}): one io_uring job, 4 KiB random "
           "reads, xeon-silver-4210r; ns per read, and each over its QD128 value")
     print(f"{'QD':>4} {'load %':>7} {'usr':>6} {'sys':>6} {'total':>6} {'usr/QD128':>10} "
-          f"{'sys/QD128':>10}")
+          f"{'sys/QD128':>10} {'total/QD128':>12}")
     base = sweep[128]
     for qd, (load, usr, sys_) in sweep.items():
         print(f"{qd:4d} {load:7.2f} {usr:6.0f} {sys_:6.0f} {usr + sys_:6.0f} "
-              f"{usr / base[1]:10.2f} {sys_ / base[2]:10.2f}")
+              f"{usr / base[1]:10.2f} {sys_ / base[2]:10.2f} "
+              f"{(usr + sys_) / (base[1] + base[2]):12.2f}")
 
 
 def main() -> int:
