@@ -93,33 +93,45 @@ def ns_per_read(cells: dict[str, dict]) -> dict[str, float]:
     return out
 
 
-def published_sweep() -> dict[int, tuple[float, float, float]]:
+def _seconds(value: str) -> float:
+    """fio's "30s"-style durations, as its JSON's global options give them."""
+    assert value.endswith("s"), value
+    return float(value[:-1])
+
+
+def published_sweep() -> dict[int, tuple[float, float, float, float]]:
     """Per queue depth of the published sweep: the core's load (fio's usr +
-    sys, %) and the user and system ns per read."""
+    sys, %), the user and system ns per read, and the context switches per
+    read (fio's ctx counts the ramp too, at the same rate, as assumed here)."""
     out = {}
     for qd, run in json.loads(QD_SWEEP.read_text()).items():
-        job = run["job"]
+        job, options = run["job"], run["global options"]
         iops = job["read"]["iops"]
+        seconds = _seconds(options["ramp_time"]) + _seconds(options["runtime"])
         out[int(qd)] = (job["usr_cpu"] + job["sys_cpu"], job["usr_cpu"] / 100 * 1e9 / iops,
-                        job["sys_cpu"] / 100 * 1e9 / iops)
+                        job["sys_cpu"] / 100 * 1e9 / iops, job["ctx"] / (iops * seconds))
     return dict(sorted(out.items()))
 
 
 def print_sweep() -> None:
     """The published Cascade Lake core's time per read at each queue depth:
-    how it falls as the core's load rises. (The guest's user/system split
-    is not printed beside it: a guest kernel splits its task time by timer
-    ticks, a few dozen in these runs.)"""
+    how it falls as the core's load rises, and the time over QD128's per
+    context switch. (The guest's user/system split is not printed beside
+    it: a guest kernel splits its task time by timer ticks, a few dozen in
+    these runs.)"""
     sweep = published_sweep()
     print(f"published sweep ({QD_SWEEP.relative_to(REPO)}): one io_uring job, 4 KiB random "
-          "reads, xeon-silver-4210r; ns per read, and each over its QD128 value")
+          "reads, xeon-silver-4210r; ns per read, each over its QD128 value, context switches "
+          "per read, and ns over QD128's per switch")
     print(f"{'QD':>4} {'load %':>7} {'usr':>6} {'sys':>6} {'total':>6} {'usr/QD128':>10} "
-          f"{'sys/QD128':>10} {'total/QD128':>12}")
-    base = sweep[128]
-    for qd, (load, usr, sys_) in sweep.items():
+          f"{'sys/QD128':>10} {'total/QD128':>12} {'ctx/read':>9} {'ns/ctx':>7}")
+    _, base_usr, base_sys, _ = sweep[128]
+    base = base_usr + base_sys
+    for qd, (load, usr, sys_, ctx) in sweep.items():
+        per_switch = f"{(usr + sys_ - base) / ctx:7.0f}" if ctx >= 0.1 else f"{'-':>7}"
         print(f"{qd:4d} {load:7.2f} {usr:6.0f} {sys_:6.0f} {usr + sys_:6.0f} "
-              f"{usr / base[1]:10.2f} {sys_ / base[2]:10.2f} "
-              f"{(usr + sys_) / (base[1] + base[2]):12.2f}")
+              f"{usr / base_usr:10.2f} {sys_ / base_sys:10.2f} {(usr + sys_) / base:12.2f} "
+              f"{ctx:9.2f} {per_switch}")
 
 
 def main() -> int:
