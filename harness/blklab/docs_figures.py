@@ -97,7 +97,7 @@ def _cells(row: str) -> list[str]:
 def tables(text: str) -> list[Table]:
     """Every Markdown table outside fenced code, with the text before it."""
     lines = text.splitlines()
-    prose = dict(docs_check._prose_lines(text))
+    prose = dict(docs_check.prose_lines(text))
     out, i, floor = [], 0, 0
     while i < len(lines):
         n = i + 1
@@ -170,13 +170,13 @@ class _Resolver:
         head = words[0]
         if head == "make":
             if self._targets is None:
-                self._targets = docs_check._makefile_targets(self.root)
+                self._targets = docs_check.makefile_targets(self.root)
             missing = [a for a in words[1:] if not a.startswith("-") and "=" not in a
                        and a not in self._targets]
             return f"make {missing[0]}: no such target in the Makefile" if missing else None
         if head == "blklab":
             if self._subcommands is None:
-                self._subcommands = docs_check._cli_commands()
+                self._subcommands = docs_check.cli_commands()
             positional = [a for a in words[1:] if not a.startswith("-")]
             if positional and (positional[0],) not in self._subcommands:
                 return f"blklab {positional[0]}: no such subcommand"
@@ -198,7 +198,7 @@ def markers(table: Table) -> list[list[str]]:
     and each line of its fenced code blocks."""
     out, prose, fenced = [], [], None
     for line in table.before.splitlines():
-        m = docs_check._FENCE.match(line)
+        m = docs_check.FENCE.match(line)
         if m:
             fenced = m.group(1) if fenced is None else (None if m.group(1) == fenced else fenced)
             continue
