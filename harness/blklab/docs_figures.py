@@ -165,6 +165,14 @@ class _Resolver:
         self._subcommands: set[tuple[str, ...]] | None = None
         self._tracked: set[str] | None = None
 
+    def tracked(self) -> set[str]:
+        """The repository's tracked files, relative to its root."""
+        if self._tracked is None:
+            out = subprocess.run(["git", "-C", str(self.root), "ls-files"], capture_output=True,
+                                 text=True, check=True).stdout
+            self._tracked = set(out.splitlines())
+        return self._tracked
+
     def problem(self, words: list[str], page: Path) -> str | None:
         """Why the command does not exist, or None when it does."""
         head = words[0]
@@ -181,14 +189,10 @@ class _Resolver:
             if positional and (positional[0],) not in self._subcommands:
                 return f"blklab {positional[0]}: no such subcommand"
             return None
-        if self._tracked is None:
-            out = subprocess.run(["git", "-C", str(self.root), "ls-files"], capture_output=True,
-                                 text=True, check=True).stdout
-            self._tracked = set(out.splitlines())
         rel = head.lstrip("./")
         candidates = {rel, (page.parent.relative_to(self.root) / rel).as_posix(), f"harness/{rel}"}
         candidates |= {c.replace("../", "", 1) for c in candidates}
-        if candidates & self._tracked:
+        if candidates & self.tracked():
             return None
         return f"{head}: not a tracked script"
 
@@ -221,7 +225,6 @@ def page_problems(page: Path, root: Path = REPO, text: str | None = None) -> lis
     shown = page.relative_to(root).as_posix()
     resolver = _Resolver(root)
     problems = []
-    tracked = None
     for table in tables(page.read_text() if text is None else text):
         exempt = _NOT_MEASURED.findall(table.before)
         commands = markers(table)
@@ -232,12 +235,8 @@ def page_problems(page: Path, root: Path = REPO, text: str | None = None) -> lis
         if not figure_cells(table):
             continue
         if exempt:
-            if tracked is None:
-                out = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True,
-                                     text=True, check=True).stdout
-                tracked = set(out.splitlines())
             for path in exempt:
-                if path not in tracked:
+                if path not in resolver.tracked():
                     problems.append(f"{shown}:{table.line}: not measured: {path}: "
                                     "not a tracked file")
             continue
