@@ -7,19 +7,18 @@ generated whole and says so in its first line).
 A *figure cell* is a table body cell that, with its code spans, links,
 HTML tags and emphasis taken out, holds a number and nothing else but
 units (`us`, `MiB/s`, `IOPS`, ...), signs and separators: `2,609`, `52 us`,
-`+20.6%`, `0.82x`, `3.8-6.7 s`. A version (`6.12.118-1`) is not a number
-here. A cell with words beside its number (`4 KiB random reads`, `mean
+`+20.6%`, `0.82x`, `3.8-6.7 s`. A version (`6.12.118-1`) and a serial
+with a leading zero (patch `0050`, lab `01`) are not numbers here. A cell with words beside its number (`4 KiB random reads`, `mean
 683 us`) is prose, and so is a key or value in a code span (`read_expire
 = 500`): what a table *says*, not what it *measured*. A *figure table* is
 a table with at least one figure cell.
 
 Each figure table names, in the text between it and the heading or table
 before it, the command that printed it, as a code span (or a line of a
-fenced code block) whose first word
-is a `make` target, a `blklab` subcommand (also as `/usr/bin/python3 -m
-blklab ...` or after `cd harness &&`) or a tracked script's path
-(`tests/bench/cpu-paths.py ...`, also after `/usr/bin/python3`). Every such
-code span there must name something that exists. `blklab report
+fenced code block) whose first word is a `make` target, a `blklab`
+subcommand (also as `/usr/bin/python3 -m blklab ...` or after `cd harness
+&&`) or a tracked script's path (`tests/bench/cpu-paths.py ...`, also
+after `/usr/bin/python3`). Every such command there must exist. `blklab report
 --markdown RUN` writes such a line above the tables it prints.
 
 A figure table whose figures are not measured (exit statuses, bounds a
