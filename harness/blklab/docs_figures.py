@@ -1,8 +1,9 @@
 """Tables of figures in the docs name the command that made them
 (harness/tests/test_docs_figures.py, in make test).
 
-The pages: README.md, docs/**/*.md and scenarios/*.md (docs/reference/ is
-generated whole and says so in its first line).
+The pages: every tracked Markdown file (README.md, docs/, scenarios/, the
+components' READMEs) but docs/reference/, which is generated whole and
+says so in its first line.
 
 A *figure cell* is a table body cell that, with its code spans, links,
 HTML tags and emphasis taken out, holds a number and nothing else but
@@ -17,7 +18,8 @@ Each figure table names, in the text between it and the heading or table
 before it, the command that printed it, as a code span (or a line of a
 fenced code block) whose first word is a `make` target, a `blklab`
 subcommand (also as `/usr/bin/python3 -m blklab ...` or after `cd harness
-&&`) or a tracked script's path (`tests/bench/cpu-paths.py ...`, also
+&&`), an executable the CMake tree builds (`devmodel-sim`) or a tracked
+script's path (`tests/bench/cpu-paths.py ...`, also
 after `/usr/bin/python3`). Every such command there must exist. `blklab report
 --markdown RUN` writes such a line above the tables it prints.
 
@@ -65,15 +67,10 @@ class Table:
 
 
 def pages(root: Path = REPO) -> list[Path]:
-    """The pages the check reads: README.md, docs/**/*.md but the generated
-    reference, scenarios/*.md."""
-    out = []
-    for p in docs_check.tracked_markdown(root):
-        rel = p.relative_to(root).as_posix()
-        if rel == "README.md" or (rel.startswith("docs/") and not rel.startswith("docs/reference/")) \
-                or (rel.startswith("scenarios/") and rel.count("/") == 1):
-            out.append(p)
-    return sorted(out)
+    """The pages the check reads: every tracked Markdown file but the
+    generated reference (docs/reference/)."""
+    return sorted(p for p in docs_check.tracked_markdown(root)
+                  if not p.relative_to(root).as_posix().startswith("docs/reference/"))
 
 
 def _cells(row: str) -> list[str]:
@@ -132,9 +129,10 @@ def figure_cells(table: Table) -> list[str]:
     return [c for row in table.rows for c in row if is_figure(c)]
 
 
-def _command_words(span: str) -> list[str] | None:
+def _command_words(span: str, tools: frozenset[str] = frozenset()) -> list[str] | None:
     """The command of a code span, as words, or None if it is not one:
-    VAR=value, `cd DIR &&` and `/usr/bin/python3` (-m blklab) dropped."""
+    VAR=value, `cd DIR &&` and `/usr/bin/python3` (-m blklab) dropped.
+    `tools`: the CMake tree's executables, commands by their names."""
     try:
         words = shlex.split(span, comments=True)
     except ValueError:
@@ -151,10 +149,18 @@ def _command_words(span: str) -> list[str] | None:
     if not words or words == ["blklab"] or words == ["make"]:
         return None  # the tool's name in prose, no command
     head = words[0]
-    if head in COMMANDS or re.search(r"/[\w.-]+\.(py|sh)$", head) \
+    if head in COMMANDS or head in tools or re.search(r"/[\w.-]+\.(py|sh)$", head) \
             or (python and re.fullmatch(r"[\w-]+\.py", head)):
         return words
     return None
+
+
+def cmake_tools(root: Path = REPO) -> set[str]:
+    """The executables the CMake tree builds (add_executable), e.g.
+    devmodel-sim: a command a page may name by its name."""
+    out = subprocess.run(["git", "-C", str(root), "grep", "-h", "add_executable("],
+                         capture_output=True, text=True).stdout
+    return set(re.findall(r"add_executable\(([A-Za-z][\w-]*)", out))
 
 
 class _Resolver:
@@ -163,6 +169,7 @@ class _Resolver:
         self._targets: set[str] | None = None
         self._subcommands: set[tuple[str, ...]] | None = None
         self._tracked: set[str] | None = None
+        self.tools = frozenset(cmake_tools(root))
 
     def tracked(self) -> set[str]:
         """The repository's tracked files, relative to its root."""
@@ -175,6 +182,8 @@ class _Resolver:
     def problem(self, words: list[str], page: Path) -> str | None:
         """Why the command does not exist, or None when it does."""
         head = words[0]
+        if head in self.tools:
+            return None  # an add_executable of the CMake tree
         if head == "make":
             if self._targets is None:
                 self._targets = docs_check.makefile_targets(self.root)
@@ -196,7 +205,7 @@ class _Resolver:
         return f"{head}: not a tracked script"
 
 
-def markers(table: Table) -> list[list[str]]:
+def markers(table: Table, tools: frozenset[str] = frozenset()) -> list[list[str]]:
     """The commands named in the text before the table: its code spans,
     and each line of its fenced code blocks."""
     out, prose, fenced = [], [], None
@@ -208,11 +217,11 @@ def markers(table: Table) -> list[list[str]]:
         if fenced is None:
             prose.append(line)
         else:
-            words = _command_words(line.strip().removeprefix("$ "))
+            words = _command_words(line.strip().removeprefix("$ "), tools)
             if words:
                 out.append(words)
     for _, span in _CODE_SPAN.findall(_TAG.sub(" ", "\n".join(prose))):
-        words = _command_words(" ".join(span.split()))
+        words = _command_words(" ".join(span.split()), tools)
         if words:
             out.append(words)
     return out
@@ -226,7 +235,7 @@ def page_problems(page: Path, root: Path = REPO, text: str | None = None) -> lis
     problems = []
     for table in tables(page.read_text() if text is None else text):
         exempt = _NOT_MEASURED.findall(table.before)
-        commands = markers(table)
+        commands = markers(table, resolver.tools)
         bad = [(w, resolver.problem(w, page)) for w in commands]
         for words, why in bad:
             if why:

@@ -1,6 +1,6 @@
-"""Every table of figures in README.md, docs/ and scenarios/*.md names the
-command that made it (blklab.docs_figures); and the check, on small pages
-made to pass and to fail it."""
+"""Every table of figures in the tracked Markdown (but the generated
+reference) names the command that made it (blklab.docs_figures); and the
+check, on small pages made to pass and to fail it."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ def test_every_table_of_figures_names_its_command(page):
     assert docs_figures.page_problems(page) == []
 
 
-def test_the_pages_are_the_readme_the_docs_and_the_scenario_pages():
+def test_the_pages_are_every_tracked_markdown_file_but_the_reference():
     shown = {p.relative_to(REPO).as_posix() for p in PAGES}
     assert {"README.md", "docs/getting-started.md", "docs/labs/README.md",
-            "scenarios/default.md"} <= shown
+            "scenarios/default.md", "devmodel/profiles/README.md"} <= shown
     # generated whole, with its own first-line mark and test (test_reference.py)
     assert not any(s.startswith("docs/reference/") for s in shown)
 
@@ -51,6 +51,7 @@ def _repo(tmp_path: Path, page: str) -> Path:
     shutil.copyfile(REPO / "Makefile", tmp_path / "Makefile")
     (tmp_path / "tests" / "bench").mkdir(parents=True)
     (tmp_path / "tests" / "bench" / "x.py").write_text("")
+    (tmp_path / "CMakeLists.txt").write_text("add_executable(devmodel-sim tools/sim.cc)\n")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(page)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -79,6 +80,7 @@ def test_an_unmarked_table_of_figures_fails(tmp_path):
     "`make bench-cpu-paths` prints:",
     "From `tests/bench/x.py --rounds 3`:",
     "From `/usr/bin/python3 ../tests/bench/x.py`:",
+    "From `devmodel-sim --seed 1 PROFILE.toml` (an executable of the CMake tree):",
     "```sh\ncd harness\n/usr/bin/python3 -m blklab run --short ../scenarios/default.toml\n```",
 ])
 def test_a_table_of_figures_marked_with_a_command_that_exists_passes(tmp_path, marker):
