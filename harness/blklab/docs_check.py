@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 GETTING_STARTED = "docs/getting-started.md"
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!\\)!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -35,11 +35,11 @@ def tracked_markdown(root: Path = REPO) -> list[Path]:
     return [root / line for line in out.splitlines() if (root / line).exists()]
 
 
-def _prose_lines(text: str) -> list[tuple[int, str]]:
+def prose_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of the lines outside fenced code blocks."""
     out, fenced = [], None
     for n, line in enumerate(text.splitlines(), 1):
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if m:
             if fenced is None:
                 fenced = m.group(1)
@@ -65,7 +65,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for _, line in _prose_lines(path.read_text()):
+    for _, line in prose_lines(path.read_text()):
         m = _HEADING.match(line)
         if m:
             base = slug(m.group(2))
@@ -80,7 +80,7 @@ def links(path: Path) -> list[tuple[int, str]]:
     """(line, target) of every link in the page's prose."""
     out = []
     previous_n, previous_def = 0, False
-    for n, line in _prose_lines(path.read_text()):
+    for n, line in prose_lines(path.read_text()):
         bare = _INLINE_CODE.sub("", line)
         out.extend((n, t) for t in _LINK.findall(bare))
         # A reference definition cannot interrupt a paragraph: it follows a
@@ -128,7 +128,7 @@ def link_problems(files: list[Path], root: Path = REPO) -> list[str]:
     return problems
 
 
-def _makefile_targets(root: Path) -> set[str]:
+def makefile_targets(root: Path) -> set[str]:
     targets = set()
     for line in (root / "Makefile").read_text().splitlines():
         m = re.match(r"^([A-Za-z0-9_.%/ -]+?)\s*:(?!=)", line)
@@ -137,7 +137,7 @@ def _makefile_targets(root: Path) -> set[str]:
     return targets
 
 
-def _cli_commands() -> set[tuple[str, ...]]:
+def cli_commands() -> set[tuple[str, ...]]:
     import argparse
 
     from blklab import cli
@@ -159,7 +159,7 @@ def code_blocks(path: Path) -> list[tuple[int, str, list[str]]]:
     """(first line, info string, lines) of each fenced block."""
     blocks, current = [], None
     for n, line in enumerate(path.read_text().splitlines(), 1):
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if m and current is None:
             current = (n + 1, line.strip()[3:].strip(), [])
         elif m and current is not None:
@@ -180,8 +180,8 @@ def command_problems(path: Path, root: Path = REPO) -> list[str]:
     rest of the page, as in the reader's shell),
     and `cp SRC DST` makes DST a path that exists for what follows."""
     shown = path.relative_to(root)
-    targets = _makefile_targets(root)  # the one Makefile, at the top
-    subcommands = _cli_commands()
+    targets = makefile_targets(root)  # the one Makefile, at the top
+    subcommands = cli_commands()
     made: set[Path] = set()
     problems = []
     cwd = root  # the reader's shell: a cd in one block holds for the next

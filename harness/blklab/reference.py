@@ -7,7 +7,8 @@ checks each key (`blklab reference --out DIR`).
   values and integer bounds are the ones the checks use; units and meanings
   come from blklab.scenario_keys.
 - profile-keys.md: every device-model profile key, from libdevmodel's own
-  key table (`devmodel-info --list-profile-keys`).
+  key table (`devmodel-check --keys` and `--key-defaults`); meanings come
+  from blklab.profile_keys.
 - blkgen-options.md: blkgen's option table (`blkgen --option-table-json`).
 - cli.md: `blklab --help` and every subcommand's, from the argparse parser.
 - cell-schema.md: the cell JSON schema as a table.
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from blklab import appjobs, blkgen_options, paths
+from blklab import appjobs, blkgen_options, paths, profile_keys as profile_key_docs
 from blklab import scenario as scenario_mod
 from blklab.errors import BlklabError, BuildMissingError, ScenarioError
 from blklab.scenario_keys import KEYS as SCENARIO_KEY_DOCS
@@ -265,6 +266,20 @@ def profile_keys() -> dict[str, list[dict[str, str]]]:
             default = "true" if default == "1" else "false"
         sections.setdefault(section, []).append({"name": name, "type": kind, "unit": unit,
                                                  "range": allowed, "default": default})
+    listed = {f"{section}.{k['name']}" for section, keys in sections.items() for k in keys}
+    meanings = profile_key_docs.MEANINGS
+    missing = sorted(listed - set(meanings))
+    stale = sorted(set(meanings) - listed)
+    if missing or stale:
+        raise BlklabError("harness/blklab/profile_keys.py: "
+                          + (f"keys libdevmodel's table lists have no meaning: "
+                             f"{', '.join(missing)}" if missing else "")
+                          + ("; " if missing and stale else "")
+                          + (f"meanings for keys libdevmodel's table does not list: "
+                             f"{', '.join(stale)}" if stale else ""))
+    for section, keys in sections.items():
+        for k in keys:
+            k["meaning"] = meanings[f"{section}.{k['name']}"]
     return sections
 
 
@@ -310,7 +325,7 @@ def scenario_page(root: Path = REPO) -> str:
 
 def profile_page() -> str:
     out = [HEADER.format(source="`devmodel-check --keys`: libdevmodel's key table in "
-                         "devmodel/src/profile.cc"),
+                         "devmodel/src/profile.cc; meanings: harness/blklab/profile_keys.py"),
            "# Device-model profile keys\n\n",
            "Every key a device profile (TOML, `devmodel/profiles/`) may hold, from the table "
            "the profile loader checks it against: a key out of its range, of the wrong type "
@@ -322,9 +337,9 @@ def profile_page() -> str:
     for section, keys in profile_keys().items():
         title = "[[fault]]" if section == "fault" else f"[{section}]"
         out.append(f"\n## `{title}`\n\n")
-        out.append(_table(["key", "type", "default", "allowed", "unit and notes"],
-                          [[f"`{k['name']}`", k["type"], k["default"], k["range"], k["unit"]]
-                           for k in keys]))
+        out.append(_table(["key", "type", "default", "allowed", "unit and notes", "meaning"],
+                          [[f"`{k['name']}`", k["type"], k["default"], k["range"], k["unit"],
+                            k["meaning"]] for k in keys]))
     return "".join(out)
 
 

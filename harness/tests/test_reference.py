@@ -1,6 +1,7 @@
 """The generated reference (docs/reference/) against the code it is generated
 from: the committed pages are what `blklab reference` writes now, and the
-scenario keys it lists are exactly the keys the validator accepts."""
+scenario keys it lists are exactly the keys the validator accepts, and each
+profile key of libdevmodel's table has one meaning in blklab.profile_keys."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from blklab import profile_keys as profile_key_docs
 from blklab import reference
 from blklab import scenario as scenario_mod
-from blklab.errors import ScenarioError
+from blklab.errors import BlklabError, ScenarioError
 from blklab.scenario_keys import KEYS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,6 +168,29 @@ def test_every_listed_key_is_accepted_where_the_validator_reads_it(recorded, lis
             assert "unknown key" not in e.message, (key, str(e))
         checked += 1
     assert checked >= 90, f"only {checked} keys driven: the corpus lost its witnesses"
+
+
+def test_every_profile_key_has_a_meaning_and_no_other():
+    listed = {f"{section}.{k['name']}" for section, keys in reference.profile_keys().items()
+              for k in keys}
+    assert listed == set(profile_key_docs.MEANINGS)
+    assert all(m.strip() for m in profile_key_docs.MEANINGS.values())
+
+
+@pytest.mark.parametrize("change, named", [
+    ("drop", "keys libdevmodel's table lists have no meaning: ssd.page_read_us"),
+    ("add", "meanings for keys libdevmodel's table does not list: ssd.no_such_key"),
+])
+def test_a_profile_key_without_a_meaning_or_a_meaning_without_a_key_is_refused(
+        monkeypatch, change, named):
+    meanings = dict(profile_key_docs.MEANINGS)
+    if change == "drop":
+        del meanings["ssd.page_read_us"]
+    else:
+        meanings["ssd.no_such_key"] = "nothing"
+    monkeypatch.setattr(profile_key_docs, "MEANINGS", meanings)
+    with pytest.raises(BlklabError, match=re.escape(named)):
+        reference.profile_page()
 
 
 def test_generation_is_the_same_bytes_twice():

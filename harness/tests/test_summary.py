@@ -101,9 +101,11 @@ def test_report_markdown_names_the_run_and_regenerates_the_tables(tmp_path, caps
     assert "- note: nvme0.none.r0: host-timed completions not reported" in text
     assert "| KNOWN-FAIL | none's p99 under 10 us | nvme0 |" in text
     assert "| NOT-RUN | bfq reads at most half of none's | every device |" in text
-    # The scenario docs' check accepts what it prints.
-    from test_scenario_docs import COMMAND, figure_tables
-    assert all(COMMAND.search(before) for _, before in figure_tables(text))
+    # The docs' check accepts what it prints, pasted into a scenario page.
+    from blklab import docs_figures
+    tables = docs_figures.tables(text)
+    assert any(docs_figures.figure_cells(t) for t in tables)
+    assert docs_figures.page_problems(docs_figures.REPO / "scenarios" / "s.md", text=text) == []
 
 
 def test_check_exit_status_follows_the_verdicts(tmp_path, capsys):
