@@ -377,9 +377,38 @@ def _pgbench(args: str, i: int) -> str:
             f'pgbench_{i}"').replace("  ", " ")
 
 
-def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
-    """The command job's shell script for these jobs."""
+# A scenario with [[fault]]s (script(..., faults=True)): in a cell whose
+# device has faults the init leaves their origin to the script
+# (BLKLAB_FAULT_ORIGIN=command, and blklab-jobpoint at /run in the
+# applications' root), which marks it once, after the servers started and
+# every prepare step ran, right before the first measured run; and a
+# measured run that fails is the cell's outcome, not the harness's failure:
+# its exit status goes to <job>-run-exit.txt and the script goes on.
+_FAULT_ORIGIN = """
+# Device faults count from here (docs/faults.md, "The origin").
+if [ "${BLKLAB_FAULT_ORIGIN:-}" = command ]; then
+    step fault-origin /run/blklab-jobpoint --origin
+fi
+"""
+_FAULT_RUN = """measured() {  # measured NAME COMMAND...: as step, a failure kept in NAME-exit.txt
+    name=$1
+    shift
+    echo "== $name at $(cut -d" " -f1 /proc/uptime) s"
+    rc=0
+    "$@" > "$out/$name.txt" 2>&1 || rc=$?
+    echo $rc > "$out/$name-exit.txt"
+    [ $rc -eq 0 ] || [ "${BLKLAB_FAULT_ORIGIN:-}" = command ] ||
+        { echo "$name failed:"; tail -n 20 "$out/$name.txt"; exit 1; }
+}
+"""
+
+
+def script(jobs: tuple[AppJob, ...], servers: Servers = Servers(), faults: bool = False) -> str:
+    """The command job's shell script for these jobs; `faults`: the
+    scenario has [[fault]]s (_FAULT_ORIGIN)."""
     text = _HEAD.replace("{modulus}", str(SYSBENCH_SEED_MODULUS))
+    if faults:
+        text += _FAULT_RUN
     if any(j.app == "sysbench" for j in jobs):
         text += _MARIADB.replace("{options}", "".join(f"--{k}={v} " for k, v in servers.mariadb))
     if any(j.app == "pgbench" for j in jobs):
@@ -399,17 +428,20 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers()) -> str:
                      f'"$pgbin/createdb -h /run/pg -U postgres pgbench_{i}"\n')
             text += f"step {j.name}-prepare {_pgbench('-i ' + _args(j.init), i)}\n"
     text += "step prepare-sync sync\n"
+    if faults:
+        text += _FAULT_ORIGIN
     text += "\n# The measured runs, one after another.\n"
+    run = "measured" if faults else "step"
     for i, j in enumerate(jobs):
         if j.app == "pgbench":
             text += f"step {j.name}-wal-start {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"
         text += f"mark {j.name}-start\n"
         if j.app == "sysbench":
-            text += f"step {j.name}-run {_sysbench(j, i, '--histogram=on run')}\n"
+            text += f"{run} {j.name}-run {_sysbench(j, i, '--histogram=on run')}\n"
         else:
             args = (f"--random-seed=$BLKLAB_SEED -l --log-prefix=/tmp/pgbench-log-{i} "
                     + _args(j.options))
-            text += f"step {j.name}-run {_pgbench(args, i)}\n"
+            text += f"{run} {j.name}-run {_pgbench(args, i)}\n"
         text += f"mark {j.name}-end\n"
         if j.app == "pgbench":
             text += f"step {j.name}-wal-end {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"
@@ -762,6 +794,17 @@ def error_lines(jobs: tuple[AppJob, ...], files: dict[str, bytes],
     return out
 
 
+def _failed_run(exit_text: str) -> int | None:
+    """The measured run's exit status as the script kept it in a cell
+    with device faults (_FAULT_RUN), else None. A failed run is the cell's
+    outcome: the job has `exit_status` and no report figures."""
+    if not exit_text.strip():
+        return None
+    if not exit_text.strip().isdigit():
+        raise ValueError(f"the measured run's exit status is not a number: {exit_text!r}")
+    return int(exit_text)
+
+
 def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
             prefix: str = "command-") -> list[dict[str, Any]]:
     """Each job's own results from the command's output files (the guest
@@ -775,8 +818,13 @@ def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
     for job in jobs:
         entry: dict[str, Any] = job.to_json()
         try:
+            failed = _failed_run(text(f"{job.name}-run-exit.txt"))
+            if failed is not None:
+                entry["exit_status"] = failed
             run = text(f"{job.name}-run.txt")
-            if job.app == "sysbench":
+            if failed:
+                pass  # no report: its error lines are in guest.app_errors
+            elif job.app == "sysbench":
                 entry.update(parse_sysbench(run))
             else:
                 entry.update(parse_pgbench(run, text(f"{job.name}-latency-us.txt")))

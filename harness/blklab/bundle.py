@@ -85,6 +85,9 @@ class JobBundle:
     vm: tuple[tuple[str, int], ...] = ()  # [vm]: /proc/sys/vm settings
     udev_rules: UdevRules | None = None  # [udev]: applied before the scheduler is set
     observers: tuple[Observer, ...] = ()  # [[observe]]: run beside the workload
+    # The command is blklab's application script (blklab.appjobs): with
+    # device faults, it sets their origin itself, at the measured run.
+    app_jobs: bool = False
 
     @classmethod
     def for_cell(cls, cell: Cell, workload: str, jobs: list[Job],
@@ -93,7 +96,8 @@ class JobBundle:
                  device_faults: bool = False, fs: Filesystem | None = None,
                  vm: tuple[tuple[str, int], ...] = (),
                  udev_rules: UdevRules | None = None,
-                 observers: tuple[Observer, ...] = ()) -> "JobBundle":
+                 observers: tuple[Observer, ...] = (),
+                 app_jobs: bool = False) -> "JobBundle":
         args: list[str] = []
         # A job file's jobs get the cell's seed as a command-line global
         # (the file's own [global] randseed= overrides it); options after
@@ -126,7 +130,8 @@ class JobBundle:
                    tuple(cell.tunables()), tuple(args), blktrace, guest_fault, device_faults,
                    cell.switch_schedulers, cell.switch_interval_ms, attachments,
                    any(job.replays for job in jobs), capture, apps, seed, vm=vm,
-                   udev_rules=udev_rules, observers=observers, **fs_args)
+                   udev_rules=udev_rules, observers=observers,
+                   app_jobs=app_jobs and workload == "command", **fs_args)
 
     @classmethod
     def probe(cls) -> "JobBundle":
@@ -143,6 +148,8 @@ class JobBundle:
         }
         if self.device_faults:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_DEVICE_FAULTS"] = "1"
+            if self.app_jobs:  # the script marks the origin at the measured run
+                env["BLKLAB_FAULT_ORIGIN"] = "command"
         if self.replay:  # only then, so other cells' bundles stay as they were
             env["BLKLAB_REPLAY"] = "1"
         if self.capture:  # likewise

@@ -127,7 +127,8 @@ def bundle_of(cell: Cell, scenario: Scenario) -> JobBundle:
                               scenario.guest_fault, scenario.capture, apps=scenario.guest.apps,
                               device_faults=bool(faults_of(cell, scenario)),
                               fs=scenario.filesystem, vm=scenario.vm,
-                              udev_rules=scenario.udev_rules, observers=scenario.observers)
+                              udev_rules=scenario.udev_rules, observers=scenario.observers,
+                              app_jobs=bool(scenario.app_jobs))
 
 
 def devmodel_seed(cell: Cell) -> int:

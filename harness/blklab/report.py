@@ -568,7 +568,8 @@ def app_rows(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             w_await = a.get("disk_stats", {}).get("derived", {}).get("w_await_ms")
             rows.append({
                 "cell_id": c["cell_id"], "job": a["name"],
-                "bench": f"{a['app']} {a['test']}".strip(),
+                "bench": f"{a['app']} {a['test']}".strip()
+                + (f" (exited {a['exit_status']})" if a.get("exit_status") else ""),
                 "cols": [_fmt_int(a.get("transactions")), _fmt(a.get("tps"), 1, 1),
                            _fmt(a.get("qps"), 1, 1), _fmt_int(a.get("errors")),
                            _fmt(lat.get("avg"), 1, 3)]

@@ -769,7 +769,8 @@ def _parse_command_jobs(path: str, data: dict[str, Any]) -> tuple[list[Job], tup
         apps = appjobs.parse(path, tables, lambda t, prefix: _Reader(path, t, prefix))
         servers = appjobs.parse_servers(path, data, apps,
                                         lambda t, prefix: _Reader(path, t, prefix))
-        return [Job("apps", (), command=appjobs.script(apps, servers))], apps
+        faults = isinstance(data.get("fault"), list) and bool(data["fault"])
+        return [Job("apps", (), command=appjobs.script(apps, servers, faults))], apps
     if not isinstance(tables, list) or len(tables) != 1 or not isinstance(tables[0], dict):
         raise ScenarioError(path, "job", "workload = \"command\" runs exactly one [[job]]; "
                             "put its steps into one command")

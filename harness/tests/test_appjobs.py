@@ -509,3 +509,102 @@ def test_the_servers_and_benchmarks_error_lines(tmp_path):
     assert appjobs.error_lines(s.app_jobs, {}) == {}
     clean = {"command-mariadbd.txt": log.splitlines(keepends=True)[0]}
     assert appjobs.error_lines(s.app_jobs, clean) == {"mariadbd": []}
+
+
+FAULT = """
+[scenario]
+mode = "deterministic"
+[[fault]]
+device = "d0"
+kind = "media_error"
+probability = 0.001
+"""
+
+
+def _with_fault(tmp_path, jobs):
+    text = SCENARIO.replace("[scenario]\n", FAULT.lstrip().split("[[fault]]")[0], 1)
+    return _load(tmp_path, text + jobs + "[[fault]]" + FAULT.split("[[fault]]")[1])
+
+
+def test_with_faults_the_script_marks_their_origin_once_before_the_measured_runs(tmp_path):
+    """docs/faults.md, "The origin": an application job's faults count from
+    its measured run, so the script marks the origin once, after the
+    servers started and every prepare step (and its sync) ran, and before
+    the first measured run's mark."""
+    s = _with_fault(tmp_path, SYSBENCH + PGBENCH)
+    text = s.jobs[0].command
+    assert text == appjobs.script(s.app_jobs, appjobs.Servers(), faults=True)
+    subprocess.run(["sh", "-n"], input=text, text=True, check=True)
+    lines = text.splitlines()
+    (origin,) = [i for i, line in enumerate(lines) if "blklab-jobpoint --origin" in line]
+    before = [i for i, line in enumerate(lines)
+              if line.startswith(("mariadbd ", "wait_for ", "step mariadb-install",
+                                  "step postgres-initdb"))
+              or "-prepare " in line or "-createdb " in line or line == "step prepare-sync sync"]
+    first_mark = next(i for i, line in enumerate(lines) if line.startswith("mark "))
+    assert len(before) >= 8 and max(before) < origin < first_mark
+    # Only in a cell whose device has faults (the init says so).
+    assert lines[origin - 1] == 'if [ "${BLKLAB_FAULT_ORIGIN:-}" = command ]; then'
+    # The measured runs keep their exit status.
+    assert [line.split()[1] for line in lines if line.startswith("measured ")] == [
+        "insert-run", "tpcb-run"]
+    assert not [line for line in lines if line.startswith("step ") and "-run " in line]
+
+
+def test_without_faults_the_script_has_no_origin(tmp_path):
+    text = _load(tmp_path, SCENARIO + SYSBENCH).jobs[0].command
+    assert "blklab-jobpoint" not in text and "measured()" not in text
+    assert not [line for line in text.splitlines() if line.startswith("measured ")]
+
+
+def _measured(tmp_path, env: dict[str, str], status: int) -> subprocess.CompletedProcess:
+    """The script's measured() on a command that exits `status`."""
+    body = (f"set -eu\nout={tmp_path}\n" + appjobs._FAULT_RUN
+            + f"measured job-run sh -c 'echo FATAL: it failed; exit {status}'\necho went on\n")
+    return subprocess.run(["sh", "-c", body], env={"PATH": "/usr/bin:/bin"} | env,
+                          capture_output=True, text=True)
+
+
+def test_a_failed_measured_run_is_kept_as_the_outcome_under_faults(tmp_path):
+    r = _measured(tmp_path, {"BLKLAB_FAULT_ORIGIN": "command"}, 3)
+    assert r.returncode == 0 and "went on" in r.stdout
+    assert (tmp_path / "job-run-exit.txt").read_text() == "3\n"
+    assert (tmp_path / "job-run.txt").read_text() == "FATAL: it failed\n"
+
+
+def test_a_failed_measured_run_stops_the_script_without_faults(tmp_path):
+    """A scenario with faults whose cell's device has none (another
+    device's faults): a failed run is the harness's failure, as without."""
+    r = _measured(tmp_path, {}, 3)
+    assert r.returncode == 1 and "went on" not in r.stdout and "job-run failed" in r.stdout
+    assert (tmp_path / "job-run-exit.txt").read_text() == "3\n"
+
+
+def test_a_job_whose_measured_run_failed_under_faults(tmp_path):
+    """The cell is ok: the job says how its run ended (exit_status) and has
+    no report figures, so an expectation on them is an error, not a pass."""
+    from blklab import cell as cell_mod, channel
+    from blklab.results import CellResult
+
+    s = _with_fault(tmp_path, SYSBENCH)
+    (c,) = scenario.expand_cells(s)
+    fatal = (b"FATAL: mysql_stmt_execute() returned error 1030 (Got error 168 \"Unknown "
+             b"(generic) error from engine\" from storage engine InnoDB) for query "
+             b"'SELECT c FROM sbtest1 WHERE id=?'\n")
+    files = {"command-insert-run.txt": fatal, "command-insert-run-exit.txt": b"1\n"}
+    (r,) = appjobs.results(s.app_jobs, files)
+    assert r["exit_status"] == 1 and "error" not in r and "tps" not in r
+    assert appjobs.metric(r, "app_tps") is None
+    (row,) = report.app_rows([{"cell_id": c.id, "workload": {"apps": [r]}}])
+    assert row["bench"] == "sysbench oltp_insert (exited 1)" and row["cols"][1] == "-"
+    assert appjobs.error_lines(s.app_jobs, files)["insert-run"] == [fatal.decode().rstrip()]
+    result = CellResult(c.id, "ok", None, {}, in_effect={"scheduler": c.scheduler})
+    result.workload = {"command": {"exit_code": 0, "files": []}, "apps": [r]}
+    data = channel.ChannelData(hello="6.12", status="ok")
+    assert cell_mod._failure(c, result, data, None, "") is None
+    # A run that ended well is read as without faults, with its status.
+    files = {f"command-{p.name}": p.read_bytes() for p in FIXTURES.iterdir()}
+    (r,) = appjobs.results(s.app_jobs, files | {"command-insert-run-exit.txt": b"0\n"})
+    assert r["exit_status"] == 0 and r["tps"] > 0 and "error" not in r
+    (r,) = appjobs.results(s.app_jobs, {"command-insert-run-exit.txt": b"x\n"})
+    assert r["error"] == "the measured run's exit status is not a number: 'x\\n'"

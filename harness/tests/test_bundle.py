@@ -79,3 +79,22 @@ def test_bundle_quotes_hostile_values(tmp_path):
                          capture_output=True, text=True, check=True)
     assert out.stdout == "id'; reboot -f; '"
     assert shlex.quote(b.cell_id) in (tmp_path / "job/job.env").read_text()
+
+
+def test_an_application_script_sets_the_faults_origin_itself(tmp_path):
+    """With device faults, blklab's application script marks their origin
+    at its measured run (BLKLAB_FAULT_ORIGIN=command); the init marks it
+    for every other workload, a user's own command included."""
+    p = tmp_path / "s.toml"
+    p.write_text(SCENARIO.replace('"a b"', '"ab"'))
+    s = scenario.load(p)
+    cell = s.cells()[0]
+    for kw, origin in (({"device_faults": True, "app_jobs": True}, "command"),
+                       ({"device_faults": True}, None),
+                       ({"app_jobs": True}, None)):
+        b = JobBundle.for_cell(cell, "command", [], **kw)
+        env = b.files()["job/job.env"].decode()
+        assert ("BLKLAB_FAULT_ORIGIN=command" in env) == (origin == "command"), (kw, env)
+    # Not for blkgen or fio.
+    b = JobBundle.for_cell(cell, s.workload, s.jobs, device_faults=True, app_jobs=True)
+    assert "BLKLAB_FAULT_ORIGIN" not in b.files()["job/job.env"].decode()

@@ -76,6 +76,23 @@ def test_short_form_expectations_hold(name, built, request, tmp_path_factory):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.xdist_group("mariadb-media-error")
+@pytest.mark.long_short_form
+def test_mariadb_media_error_s_cells_as_derived(built, apps_built, tmp_path_factory):
+    """scenarios/mariadb-media-error.md's checks on each of its short form's
+    cells (seeds 1, 2, 3): test_mariadb_media_error.check_cell."""
+    from test_mariadb_media_error import check_cell
+
+    run = short_run("mariadb-media-error", tmp_path_factory)
+    cells = cells_of(run)
+    for cid, cell in cells.items():
+        print(cid, cell["host"]["wall_seconds"], "s of host time,",
+              cell["faults"][0]["requests"], "picks")
+    assert len(cells) == 3
+    for cell in cells.values():
+        check_cell(run, cell)
+
+
 # What Linux 6.1 sets (block/mq-deadline.c dd_init_sched, block/kyber-iosched.c
 # kyber_latency_targets, block/bfq-iosched.c bfq_init_queue), as sysfs shows
 # it on Debian's kernel (HZ=250). docs/labs/01-scheduler-defaults.md explains
