@@ -41,7 +41,7 @@ LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
                     "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
                     "cloud-mysql-incident-fio", "cloud-mysql-incident-flusher",
                     "cloud-mysql-incident-app", "postgres-checkpoint",
-                    "mariadb-media-error"}
+                    "mariadb-media-error", "etcd-backup"}
 assert LONG_SHORT_FORMS <= set(SCENARIOS), LONG_SHORT_FORMS - set(SCENARIOS)
 
 _runs: dict[str, Path] = {}
