@@ -1,5 +1,6 @@
 """Application benchmarks as jobs: sysbench against MariaDB, pgbench against
-PostgreSQL, on the [filesystem] of the device under test.
+PostgreSQL, a client's puts against etcd (blklab.etcdjob), on the
+[filesystem] of the device under test.
 
 A `workload = "command"` scenario's [[job]] tables may name an `app`
 instead of a `command`. blklab then writes the command job's script itself
