@@ -1,5 +1,6 @@
 """Application benchmarks as jobs: sysbench against MariaDB, pgbench against
-PostgreSQL, on the [filesystem] of the device under test.
+PostgreSQL, a client's puts against etcd (blklab.etcdjob), on the
+[filesystem] of the device under test.
 
 A `workload = "command"` scenario's [[job]] tables may name an `app`
 instead of a `command`. blklab then writes the command job's script itself
@@ -45,10 +46,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
+from blklab import etcdjob
 from blklab.errors import ScenarioError
 from blklab.results import disk_delta, parse_diskstat
 
-APPS = ("sysbench", "pgbench")
+APPS = ("sysbench", "pgbench", etcdjob.APP)
 # The guest's sysbench 1.0.20 (Debian 1.0.20+ds-5): its database tests,
 # the Lua scripts in /usr/share/sysbench.
 SYSBENCH_TESTS = ("bulk_insert", "oltp_delete", "oltp_insert", "oltp_point_select",
@@ -136,12 +138,13 @@ class AppJob:
 # [mariadb] and [postgresql]: the servers' own settings, every cell. Each
 # server checks its names and values when it starts; blklab keeps those it
 # sets itself.
-SERVERS = {"mariadb": "sysbench", "postgresql": "pgbench"}
+SERVERS = {"mariadb": "sysbench", "postgresql": "pgbench", "etcd": etcdjob.APP}
 SERVER_RESERVED = {
     "mariadb": ("no-defaults", "defaults-file", "defaults-extra-file", "user", "datadir",
                 "socket", "skip-networking", "port", "bind-address", "pid-file"),
     "postgresql": ("data-directory", "listen-addresses", "unix-socket-directories", "port",
                    "config-file", "hba-file", "ident-file"),
+    "etcd": etcdjob.SERVER_RESERVED,
 }
 _SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
@@ -153,9 +156,11 @@ class Servers:
 
     mariadb: tuple[tuple[str, str], ...] = ()
     postgresql: tuple[tuple[str, str], ...] = ()
+    etcd: tuple[tuple[str, str], ...] = ()  # etcd --name=value
 
     def to_json(self) -> dict[str, Any]:
-        return {"mariadb": dict(self.mariadb), "postgresql": dict(self.postgresql)}
+        return {"mariadb": dict(self.mariadb), "postgresql": dict(self.postgresql),
+                "etcd": dict(self.etcd)}
 
 
 def parse_servers(path: str, data: dict[str, Any], jobs: tuple["AppJob", ...],
@@ -204,10 +209,11 @@ _REFUSALS = (
     ("postgresql", re.compile(r'"([a-z_]+)" must be at least')),
     ("mariadb", re.compile(r"unknown (?:variable|option) '(?:--)?([^'=]+)")),
     ("mariadb", re.compile(r"Error while setting value '[^']*' to '([^']+)'")),
+    *(("etcd", pattern) for pattern in etcdjob.REFUSALS),
 )
 
 
-SERVER_LOGS = {"postgresql": "postgres.txt", "mariadb": "mariadbd.txt"}
+SERVER_LOGS = {"postgresql": "postgres.txt", "mariadb": "mariadbd.txt", "etcd": etcdjob.LOG}
 
 
 def refused_setting(files: dict[str, bytes], prefix: str = "command-") -> str | None:
@@ -257,6 +263,9 @@ def parse(path: str, tables: list[dict[str, Any]],
             options = _options(r, "options", allowed, SYSBENCH_RESERVED, f"sysbench {test}",
                                sysbench_bool=True)
             jobs.append(AppJob(name, app, test, options))
+        elif app == etcdjob.APP:
+            options, init = etcdjob.parse_job(r, name)
+            jobs.append(AppJob(name, app, "", options, init))
         else:
             init = _options(r, "init", PGBENCH_INIT, PGBENCH_RESERVED, "pgbench -i",
                             sysbench_bool=False)
@@ -417,12 +426,16 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers(), faults: bool 
         names = ", ".join(f"'{n}'" for n in PG_SETTINGS_SHOWN)
         sql = f"select name, setting, unit from pg_settings where name in ({names}) order by name"
         text += f"step postgres-settings {_psql(sql, 'postgres')}\n"
+    if any(j.app == etcdjob.APP for j in jobs):
+        text += etcdjob.server_script(servers.etcd)
     text += "\n# Prepare: not measured.\n"
     for i, j in enumerate(jobs):
         if j.app == "sysbench":
             text += (f'step {j.name}-createdb mariadb --socket=/run/mysqld.sock '
                      f'-e "create database sbtest_{i}"\n')
             text += f"step {j.name}-prepare {_sysbench(j, i, 'prepare')}\n"
+        elif j.app == etcdjob.APP:
+            text += etcdjob.prepare_script(j.name, i, dict(j.init), dict(j.options))
         else:
             text += (f'step {j.name}-createdb su -s /bin/sh postgres -c '
                      f'"$pgbin/createdb -h /run/pg -U postgres pgbench_{i}"\n')
@@ -433,6 +446,9 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers(), faults: bool 
     text += "\n# The measured runs, one after another.\n"
     run = "measured" if faults else "step"
     for i, j in enumerate(jobs):
+        if j.app == etcdjob.APP:
+            text += etcdjob.run_script(j.name, i, dict(j.options), "mark")
+            continue
         if j.app == "pgbench":
             text += f"step {j.name}-wal-start {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"
         text += f"mark {j.name}-start\n"
@@ -458,6 +474,8 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers(), faults: bool 
     text += _TAIL
     if any(j.app == "sysbench" for j in jobs):
         text += "kill $mariadb_pid\nwait $mariadb_pid\n"
+    if any(j.app == etcdjob.APP for j in jobs):
+        text += etcdjob.STOP
     if any(j.app == "pgbench" for j in jobs):
         text += ('step postgres-stop su -s /bin/sh postgres -c '
                  '"$pgbin/pg_ctl -D /data/pg/db -m fast -w stop"\n')
@@ -719,6 +737,7 @@ APP_METRICS = {
     "app_other_latency_max_ns": "pgbench: the slowest of the other transactions",
     "app_wal_bytes_per_checkpoint": "pgbench: WAL bytes written in the measured run over the "
                                     "checkpoints that ended in it",
+    **etcdjob.METRICS,
 }
 
 
@@ -727,6 +746,8 @@ def metric(entry: dict[str, Any], name: str) -> float | None:
     no such figure (an error, no transactions, no disk stats)."""
     if "error" in entry:
         return None
+    if name in etcdjob.METRICS:
+        return etcdjob.metric(entry, name) if entry.get("app") == etcdjob.APP else None
     lat = entry.get("latency_ms") or {}
     ms = None
     if name == "app_tps":
@@ -826,6 +847,8 @@ def results(jobs: tuple[AppJob, ...], files: dict[str, bytes],
                 pass  # no report: its error lines are in guest.app_errors
             elif job.app == "sysbench":
                 entry.update(parse_sysbench(run))
+            elif job.app == etcdjob.APP:
+                entry.update(etcdjob.results(job.name, text, dict(job.options)))
             else:
                 entry.update(parse_pgbench(run, text(f"{job.name}-latency-us.txt")))
                 entry["server_settings"] = parse_settings(text("postgres-settings.txt"))

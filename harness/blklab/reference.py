@@ -305,7 +305,7 @@ def scenario_page(root: Path = REPO) -> str:
            "# Scenario keys\n\n",
            "Every key a scenario file (TOML) may hold, as `blklab validate` checks it. "
            "`[[device]]`, `[[job]]`, `[[expect]]`, `[[fault]]` and `[[observe]]` are arrays of "
-           "tables; `<attribute>`, `<scheduler>`, `<server>` (mariadb, postgresql) and "
+           "tables; `<attribute>`, `<scheduler>`, `<server>` (mariadb, postgresql, etcd) and "
            "`<option>` stand for names accepted by pattern. How the keys work together: "
            "[scenarios/README.md](../../scenarios/README.md).\n"]
     by_section: dict[str, list[str]] = {}

@@ -134,12 +134,16 @@ KEYS: dict[str, Doc] = {
     "job.fio_command": Doc("", "a fio command line whose jobs are the jobs"),
     "job.command": Doc("", "workload = \"command\": the shell script run in the applications' "
                        "root"),
-    "job.app": Doc("", "the benchmark an application job runs against its database server"),
+    "job.app": Doc("", "the benchmark an application job runs against its database server "
+                   "(sysbench, pgbench), or etcd: a one-member etcd and a client's puts"),
     "job.test": Doc("", "sysbench: the test to run"),
-    "job.options": Doc("", "the benchmark's own --options for the run"),
-    "job.init": Doc("", "the benchmark's --options for preparing its tables"),
-    "<server>.options": Doc("", "the database server's (mariadb, postgresql) configuration "
-                            "options"),
+    "job.options": Doc("", "the benchmark's own --options for the run; etcd: puts, "
+                       "value_bytes, backup (\"sequential-read\" or \"none\"), "
+                       "backup_block_kib"),
+    "job.init": Doc("", "the benchmark's --options for preparing its tables; etcd: "
+                    "backup_file_mib, the backup file's size"),
+    "<server>.options": Doc("", "the database server's (mariadb, postgresql, etcd) "
+                            "configuration options"),
     # [[expect]]
     "expect.what": Doc("", "the expectation, in a sentence"),
     "expect.metric": Doc("the metric's", "the figure compared"),

@@ -37,11 +37,13 @@ RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # cloud-mysql-incident-app (MariaDB and sysbench, 12 cells; make test runs
 # one of them in test_mysql_app.py against the file's own bounds) was
 # measured alone: 867 host seconds (scenarios/cloud-mysql-incident-app.md, "Cost").
+# etcd-backup (6 cells): 1,803 host seconds (196-528 a cell) on
+# a loaded machine (scenarios/etcd-backup.md, "Cost").
 LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
                     "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
                     "cloud-mysql-incident-fio", "cloud-mysql-incident-flusher",
                     "cloud-mysql-incident-app", "postgres-checkpoint",
-                    "mariadb-media-error"}
+                    "mariadb-media-error", "etcd-backup"}
 assert LONG_SHORT_FORMS <= set(SCENARIOS), LONG_SHORT_FORMS - set(SCENARIOS)
 
 _runs: dict[str, Path] = {}
