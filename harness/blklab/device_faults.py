@@ -9,7 +9,7 @@ on NVMe and virtio-blk), in the window
 or to the end of the run, "timeout" loses reads (and writes, if asked) of
 an LBA range or of the whole device submitted in the window: the device
 never completes them, so the guest kernel's own timeout, abort and reset
-run (NVMe only so far); the command the kernel retries after its reset is
+run (NVMe, IDE and AHCI); the command the kernel retries after its reset is
 submitted after the window and completes. "reset" fails the whole device
 at a time, as a power or link event does: every command it holds then or
 gets afterwards is lost until the host resets the device, and the front
