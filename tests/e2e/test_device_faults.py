@@ -510,17 +510,18 @@ def test_timeout_same_bytes_on_a_busy_host(timeout_twice):
     assert_same_cells(idle, busy, dirs)
 
 
-# The same timeout fault on an AHCI (NCQ) and a PIIX IDE drive, one cell
-# each, under the default 6.12 guest.
-ATA_TIMEOUT_SCENARIO = (
-    '[scenario]\nname = "ata-timeout"\nmode = "deterministic"\ntimeout_s = 600\n'
-    'schedulers = ["none"]\n[guest]\nvcpus = 1\nmemory_mib = 512\n'
-    f"[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
-    + device("ahci", "ahci-hd", "fixed-10us", size_gib=1)
-    + device("ide", "ide-hd", "fixed-10us", size_gib=1)
-    + job("r", "randread", "3s", iodepth=1)
-    + "".join(f'\n[[fault]]\ndevice = "{d}"\nkind = "timeout"\nat_ms = {LOST_AT_MS}\n'
-              f"duration_ms = {LOST_FOR_MS}\n" for d in ("ahci", "ide")))
+def ata_timeout_scenario(kernel: str) -> str:
+    """The same timeout fault on an AHCI (NCQ) and a PIIX IDE drive, one
+    cell each, under a guest of `kernel`."""
+    return ('[scenario]\nname = "ata-timeout"\nmode = "deterministic"\ntimeout_s = 600\n'
+            f'schedulers = ["none"]\n[guest]\nkernel = "{kernel}"\nvcpus = 1\n'
+            f"memory_mib = 512\n[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
+            + device("ahci", "ahci-hd", "fixed-10us", size_gib=1)
+            + device("ide", "ide-hd", "fixed-10us", size_gib=1)
+            + job("r", "randread", "3s", iodepth=1)
+            + "".join(f'\n[[fault]]\ndevice = "{d}"\nkind = "timeout"\n'
+                      f"at_ms = {LOST_AT_MS}\nduration_ms = {LOST_FOR_MS}\n"
+                      for d in ("ahci", "ide")))
 # What libata does between the timeout and the retry (docs/faults.md "On
 # AHCI and IDE"), per front end: the failed command's name, the reset's
 # kind, and the least time the reset takes: AHCI's hardreset waits 200 ms
@@ -532,19 +533,28 @@ ATA_RECOVERY = {"ahci": ("READ FPDMA QUEUED", "hard", 300 * MS),
 
 @pytest.fixture(scope="module")
 def ata_timeout(built, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ata-timeout")
-    s = tmp / "ata-timeout.toml"
-    s.write_text(ATA_TIMEOUT_SCENARIO)
-    return run(s, tmp / "out")
+    """The cells of ata_timeout_scenario() per kernel, run once each."""
+    runs = {}
+
+    def cells(kernel: str) -> dict:
+        if kernel not in runs:
+            tmp = tmp_path_factory.mktemp(f"ata-timeout-{kernel}")
+            s = tmp / "ata-timeout.toml"
+            s.write_text(ata_timeout_scenario(kernel))
+            runs[kernel] = run(s, tmp / "out")
+        return runs[kernel]
+    return cells
 
 
+@pytest.mark.parametrize("kernel", RECOVERY_KERNELS)
 @pytest.mark.parametrize("drive", ["ahci", "ide"])
 def test_timeout_on_ata_the_kernel_resets_the_link_and_the_retry_completes(
-        ata_timeout, drive):
+        ata_timeout, drive, kernel):
     """A timeout fault on an AHCI drive (NCQ) and a PIIX IDE drive under a
-    6.12 guest with io_timeout = 300 ms, one reader at queue depth 1.
-    Derived from the source before any run (docs/faults.md, "On AHCI and
-    IDE"):
+    6.12 or 6.1 guest with io_timeout = 300 ms, one reader at queue depth
+    1. Derived from the source before any run (docs/faults.md, "On AHCI
+    and IDE"; 6.1 takes the same steps, except that its SCSI layer may
+    first schedule an abort 10 ms after the timeout, within the bound):
 
     - The first read submitted in [50, 51) ms is lost, and at QD1 nothing
       else is submitted until it ends: exactly one lost read, retried
@@ -566,10 +576,11 @@ def test_timeout_on_ata_the_kernel_resets_the_link_and_the_retry_completes(
       300 ms, IDE 150 ms), at most 300 ms + 256 jiffies + a wheel bucket
       (the first timeout, as on NVMe) + 1 s for the reset and the
       revalidation."""
-    kernel_facts("6.12-amd64")
+    kernel_facts(kernel)
     command, reset_kind, reset_least_ns = ATA_RECOVERY[drive]
-    c = ata_timeout[f"{drive}.none.io_timeout={IO_TIMEOUT_MS}.r0"]
+    c = ata_timeout(kernel)[f"{drive}.none.io_timeout={IO_TIMEOUT_MS}.r0"]
     assert c["status"] == "ok", c["error"]  # blkgen fails the cell on any I/O error
+    assert c["request"]["kernel"] == kernel
     assert c["request"]["tunables"] == {"io_timeout": str(IO_TIMEOUT_MS)}
     (f,) = c["faults"]
     assert f["kind"] == "timeout" and f["fired"] and f["requests"] == 1
@@ -596,7 +607,7 @@ def test_timeout_on_ata_the_kernel_resets_the_link_and_the_retry_completes(
     (job_,) = c["workload"]["jobs"]
     assert job_["error"] == 0
     took = reads(c)["clat_max_ns"]
-    print(f"{drive}: the lost read took {took / MS:.1f} ms; {reads(c)['total_ios']} reads; "
+    print(f"{kernel}, {drive}: the lost read took {took / MS:.1f} ms; {reads(c)['total_ios']} reads; "
           f"the kernel said {lines}")
     t = IO_TIMEOUT_MS * MS
     assert t + reset_least_ns <= took <= t + ROUND_NS + WHEEL_NS + RESET_BOUND_NS
