@@ -9,7 +9,7 @@ on NVMe and virtio-blk), in the window
 or to the end of the run, "timeout" loses reads (and writes, if asked) of
 an LBA range or of the whole device submitted in the window: the device
 never completes them, so the guest kernel's own timeout, abort and reset
-run (NVMe only so far); the command the kernel retries after its reset is
+run (NVMe, IDE and AHCI); the command the kernel retries after its reset is
 submitted after the window and completes. "reset" fails the whole device
 at a time, as a power or link event does: every command it holds then or
 gets afterwards is lost until the host resets the device, and the front
@@ -38,10 +38,12 @@ KINDS = ("stall", "slow", "media_error", "timeout", "reset")
 # The device kinds whose front end reports each kind that needs one: a
 # media error is a status the protocol has to carry (NVMe: qemu-patches/0053;
 # IDE and virtio-blk: 0059), a lost command one the host's recovery has to
-# take back (0055), a failed device one the protocol shows and a reset
-# ends (0056).
-FRONT_ENDS = {"media_error": ("nvme", "ide-hd", "virtio-blk"), "timeout": ("nvme",),
-              "reset": ("nvme",)}
+# take back (0055: NVMe at a queue deletion or controller reset; IDE and
+# AHCI at the bus master stop, SRST, PxCMD.ST cleared or COMRESET that
+# libata's recovery makes, checked by 0062's qtests), a failed device one
+# the protocol shows and a reset ends (0056).
+FRONT_ENDS = {"media_error": ("nvme", "ide-hd", "virtio-blk"),
+              "timeout": ("nvme", "ide-hd", "ahci-hd"), "reset": ("nvme",)}
 # Why a front end cannot take a kind at all, from the guest kernel's source
 # (6.12); the other combinations missing from FRONT_ENDS are not built yet.
 _NO_TIMEOUT_HANDLER = (
@@ -80,11 +82,15 @@ _TIMEOUT_KEYS = ("lba_start", "lba_count", "writes")
 # Kernel log lines about a failing device: the block layer's and the
 # drivers' error, timeout, abort and reset lines (print_req_error(),
 # nvme_log_error(), nvme_timeout(), ata_eh_*), as the console shows them.
+# libata's "hard/soft resetting link" comes only from error handling (its
+# boot probe is quiet: ATA_EHI_QUIET), and "Emask 0x4 (timeout)" ends the
+# result taskfile line of a command that timed out.
 _KERNEL_ERROR = re.compile(
     r"I/O error|medium error|\(sct 0x[0-9a-f]+ / sc 0x|critical target error|"
     r"Buffer I/O error|timeout, abort|timeout, reset|Abort status|resetting controller|"
     r"controller is down|"
-    r"\bfailed command\b|\bUNC\b|exception Emask", re.IGNORECASE)
+    r"\bfailed command\b|\bUNC\b|exception Emask|resetting link|Emask 0x[0-9a-f]+ \(timeout\)",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,15 @@ def test_kernel_error_lines_are_picked_from_the_console():
         "[    7.100000] nvme nvme0: 1/0/0 default/read/poll queues\n"
         "[    8.000000] nvme nvme0: controller is down; will reset: CSTS=0x3, "
         "PCI_STATUS=0x10\n"
-        "[    8.100000] nvme 0000:00:04.0: enabling device (0000 -> 0002)\n")
+        "[    8.100000] nvme 0000:00:04.0: enabling device (0000 -> 0002)\n"
+        "[    9.000000] ata1.00: exception Emask 0x0 SAct 0x1 SErr 0x0 action 0x6 frozen\n"
+        "[    9.000001] ata1.00: failed command: READ FPDMA QUEUED\n"
+        "[    9.000002] ata1.00: cmd 60/08:00:00:08:00/00:00:00:00:00/40 tag 0 ncq dma 4096 in\n"
+        "[    9.000003]          res 40/00:01:00:00:00/00:00:00:00:00/00 Emask 0x4 (timeout)\n"
+        "[    9.000004] ata1.00: status: { DRDY }\n"
+        "[    9.000005] ata1: hard resetting link\n"
+        "[    9.200000] ata1: SATA link up 1.5 Gbps (SStatus 113 SControl 300)\n"
+        "[    9.300000] ata2: soft resetting link\n")
     assert device_faults.kernel_error_lines(console) == [
         "nvme0n1: I/O Cmd(0x2) @ LBA 2048, 8 blocks, I/O Error (sct 0x2 / sc 0x81) DNR",
         "critical medium error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x4800 phys_seg 1 "
@@ -166,7 +174,12 @@ def test_kernel_error_lines_are_picked_from_the_console():
         "req_op:READ(0) size:4096",
         "nvme nvme0: Abort status: 0x0",
         "nvme nvme0: I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 1 timeout, reset controller",
-        "nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10"]
+        "nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10",
+        "ata1.00: exception Emask 0x0 SAct 0x1 SErr 0x0 action 0x6 frozen",
+        "ata1.00: failed command: READ FPDMA QUEUED",
+        "res 40/00:01:00:00:00/00:00:00:00:00/00 Emask 0x4 (timeout)",
+        "ata1: hard resetting link",
+        "ata2: soft resetting link"]
 
 
 def test_the_run_length_counts_startdelay(tmp_path):
@@ -404,11 +417,6 @@ REFUSED_FRONT_ENDS = [
     ("virtio-blk", 'kind = "reset"\nat_ms = 1\n', "kind",
      "'reset' does not fit device 'd0' (virtio-blk): the guest's virtio_blk driver has no "
      "timeout handler"),
-    ("ide-hd", 'kind = "timeout"\nat_ms = 1\nduration_ms = 1\n', "kind",
-     "'timeout' needs the front end to report it in its protocol; only nvme does so far, "
-     "device 'd0' is ide-hd"),
-    ("ahci-hd", 'kind = "timeout"\nat_ms = 1\nduration_ms = 1\n', "kind",
-     "only nvme does so far, device 'd0' is ahci-hd"),
     ("ide-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
      "only nvme does so far, device 'd0' is ide-hd"),
     ("ahci-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
@@ -428,6 +436,18 @@ def test_a_kind_the_front_end_cannot_report_is_refused_with_the_reason(
     assert e.value.key == f"fault[0].{key}", (e.value.key, e.value.message)
     assert words in e.value.message, e.value.message
     assert str(p) in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("front", ["ide-hd", "ahci-hd"])
+def test_a_timeout_on_ide_and_ahci_reaches_the_profile(tmp_path, front):
+    s = load(tmp_path, on(front) + FAULT_HEAD
+             + 'kind = "timeout"\nat_ms = 50\nduration_ms = 1\nwrites = true\n')
+    (f,) = s.faults
+    assert f == DeviceFault("d0", "timeout", 50.0, 1.0, None, None, None, None, True)
+    (d0,) = [d for d in s.devices if d.name == "d0"]
+    assert d0.kind == front
+    assert d0.profile.text.endswith('[[fault]]\nkind = "timeout"\nat_ms = 50.0\n'
+                                    'duration_ms = 1.0\nwrites = true\n'), d0.profile.text
 
 
 @pytest.mark.parametrize("front,keys", [

@@ -39,6 +39,11 @@ A timeout fault on another NVMe drive under a 6.12 and a 6.1 guest with a
 lost read back and retry it (the expectations, from the source, are in the
 test's docstring).
 
+The same timeout fault on an AHCI and a PIIX IDE drive under a 6.12 guest:
+libata's error handling resets the link and the retried read completes
+(the expectations, from the source, are in the test's docstring and
+docs/faults.md).
+
 A reset fault on another NVMe drive under the same guests: the controller
 fails (CSTS.CFS), the kernel resets it at the read's first timeout and the
 read completes after the reset (the expectations, from the source, are in
@@ -502,6 +507,125 @@ def test_timeout_runs_the_kernels_abort_then_reset_and_the_retry_completes(
 
 def test_timeout_same_bytes_on_a_busy_host(timeout_twice):
     (idle, busy), dirs = timeout_twice
+    assert_same_cells(idle, busy, dirs)
+
+
+def ata_timeout_scenario(kernel: str) -> str:
+    """The same timeout fault on an AHCI (NCQ) and a PIIX IDE drive, one
+    cell each, under a guest of `kernel`."""
+    return ('[scenario]\nname = "ata-timeout"\nmode = "deterministic"\ntimeout_s = 600\n'
+            f'schedulers = ["none"]\n[guest]\nkernel = "{kernel}"\nvcpus = 1\n'
+            f"memory_mib = 512\n[queue]\nio_timeout = {IO_TIMEOUT_MS}\n"
+            + device("ahci", "ahci-hd", "fixed-10us", size_gib=1)
+            + device("ide", "ide-hd", "fixed-10us", size_gib=1)
+            + job("r", "randread", "3s", iodepth=1)
+            + "".join(f'\n[[fault]]\ndevice = "{d}"\nkind = "timeout"\n'
+                      f"at_ms = {LOST_AT_MS}\nduration_ms = {LOST_FOR_MS}\n"
+                      for d in ("ahci", "ide")))
+# What libata does between the timeout and the retry (docs/faults.md "On
+# AHCI and IDE"), per front end: the failed command's name, the reset's
+# kind, and the least time the reset takes: AHCI's hardreset waits 200 ms
+# after COMRESET and debounces the link for 100 ms (sata_link_resume());
+# PIIX's softreset waits ATA_WAIT_AFTER_RESET, 150 ms, after SRST.
+ATA_RECOVERY = {"ahci": ("READ FPDMA QUEUED", "hard", 300 * MS),
+                "ide": ("READ DMA", "soft", 150 * MS)}
+
+
+@pytest.fixture(scope="module")
+def ata_timeout_twice(built, tmp_path_factory):
+    return idle_and_busy(tmp_path_factory, "ata-timeout", ata_timeout_scenario("6.12-amd64"))
+
+
+@pytest.fixture(scope="module")
+def ata_timeout(request, tmp_path_factory):
+    """The cells of ata_timeout_scenario() per kernel: 6.12's idle run,
+    6.1's run once."""
+    runs = {}
+
+    def cells(kernel: str) -> dict:
+        if kernel == "6.12-amd64":
+            (idle, _), _ = request.getfixturevalue("ata_timeout_twice")
+            return idle
+        if kernel not in runs:
+            tmp = tmp_path_factory.mktemp(f"ata-timeout-{kernel}")
+            s = tmp / "ata-timeout.toml"
+            s.write_text(ata_timeout_scenario(kernel))
+            runs[kernel] = run(s, tmp / "out")
+        return runs[kernel]
+    return cells
+
+
+@pytest.mark.parametrize("kernel", RECOVERY_KERNELS)
+@pytest.mark.parametrize("drive", ["ahci", "ide"])
+def test_timeout_on_ata_the_kernel_resets_the_link_and_the_retry_completes(
+        ata_timeout, drive, kernel):
+    """A timeout fault on an AHCI drive (NCQ) and a PIIX IDE drive under a
+    6.12 or 6.1 guest with io_timeout = 300 ms, one reader at queue depth
+    1. Derived from the source before any run (docs/faults.md, "On AHCI
+    and IDE"; 6.1 takes the same steps, except that its SCSI layer may
+    first schedule an abort 10 ms after the timeout, within the bound):
+
+    - The first read submitted in [50, 51) ms is lost, and at QD1 nothing
+      else is submitted until it ends: exactly one lost read, retried
+      outside the window.
+    - The block layer times the request out (the queue's rq_timeout, which
+      [queue] io_timeout set) and SCSI hands it to libata's EH with no
+      abort. EH marks it AC_ERR_TIMEOUT, freezes the port, logs
+      "ataN.00: exception Emask 0x0 SAct 0x.. SErr 0x0 action 0x6 frozen"
+      (SAct 0x0 on IDE), "ataN.00: failed command: READ FPDMA QUEUED"
+      (IDE: READ DMA), the taskfiles, the result ending "Emask 0x4
+      (timeout)"; then resets: AHCI "ataN: hard resetting link"
+      (COMRESET), IDE "ataN: soft resetting link" (bus master stop, SRST).
+      The reset takes the lost read back: the model counts it lost once and
+      cancelled once, none held (qemu-patches/0062's qtests).
+    - The retry (ata_eh_qc_retry(), one of sd's 5) completes: the reader
+      sees no error. Of the kernel's lines exactly those four reach
+      kernel_errors, in that order.
+    - The read takes at least 300 ms + the reset's least time (AHCI
+      300 ms, IDE 150 ms), at most 300 ms + 256 jiffies + a wheel bucket
+      (the first timeout, as on NVMe) + 1 s for the reset and the
+      revalidation.
+    The same bytes on a busy host (6.12's run,
+    test_timeout_on_ata_same_bytes_on_a_busy_host)."""
+    kernel_facts(kernel)
+    command, reset_kind, reset_least_ns = ATA_RECOVERY[drive]
+    c = ata_timeout(kernel)[f"{drive}.none.io_timeout={IO_TIMEOUT_MS}.r0"]
+    assert c["status"] == "ok", c["error"]  # blkgen fails the cell on any I/O error
+    assert c["request"]["kernel"] == kernel
+    assert c["request"]["tunables"] == {"io_timeout": str(IO_TIMEOUT_MS)}
+    (f,) = c["faults"]
+    assert f["kind"] == "timeout" and f["fired"] and f["requests"] == 1
+    assert f["start_ns"] == f["origin_ns"] + LOST_AT_MS * MS
+    assert f["end_ns"] == f["start_ns"] + LOST_FOR_MS * MS
+    dm = c["devmodel"]
+    assert dm["lost"] == {"read": 1, "write": 0}
+    assert dm["cancelled"] == 1 and dm["lost_held"] == 0
+
+    lines = c["guest"]["kernel_errors"]
+    sact = r"0x[0-9a-f]+" if drive == "ahci" else "0x0"
+    patterns = [rf"ata(\d+)\.00: exception Emask 0x0 SAct {sact} SErr 0x0 action 0x6 frozen",
+                rf"ata(\d+)\.00: failed command: {command}",
+                r"res [0-9a-f/:]+ Emask 0x4 \(timeout\)",
+                rf"ata(\d+): {reset_kind} resetting link"]
+    assert len(lines) == len(patterns), lines
+    matches = [re.fullmatch(p, x) for p, x in zip(patterns, lines)]
+    assert all(matches), lines
+    assert matches[0].group(1) == matches[1].group(1) == matches[3].group(1), lines
+    if drive == "ahci":  # one NCQ tag in flight
+        sact_bits = int(lines[0].split("SAct ")[1].split()[0], 16)
+        assert sact_bits and sact_bits & (sact_bits - 1) == 0, lines
+
+    (job_,) = c["workload"]["jobs"]
+    assert job_["error"] == 0
+    took = reads(c)["clat_max_ns"]
+    print(f"{kernel}, {drive}: the lost read took {took / MS:.1f} ms; {reads(c)['total_ios']} reads; "
+          f"the kernel said {lines}")
+    t = IO_TIMEOUT_MS * MS
+    assert t + reset_least_ns <= took <= t + ROUND_NS + WHEEL_NS + RESET_BOUND_NS
+
+
+def test_timeout_on_ata_same_bytes_on_a_busy_host(ata_timeout_twice):
+    (idle, busy), dirs = ata_timeout_twice
     assert_same_cells(idle, busy, dirs)
 
 
