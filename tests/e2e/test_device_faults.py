@@ -478,6 +478,7 @@ def test_timeout_runs_the_kernels_abort_then_reset_and_the_retry_completes(
     assert c["status"] == "ok", c["error"]  # blkgen fails the cell on any I/O error
     assert c["request"]["kernel"] == kernel
     assert c["request"]["tunables"] == {"io_timeout": str(IO_TIMEOUT_MS)}
+    assert c["in_effect"]["queue"]["io_timeout"] == str(IO_TIMEOUT_MS)  # as the kernel has it
     check_no_shadow_doorbells(c)
     (f,) = c["faults"]
     assert f["kind"] == "timeout" and f["fired"] and f["requests"] == 1
@@ -593,6 +594,7 @@ def test_timeout_on_ata_the_kernel_resets_the_link_and_the_retry_completes(
     assert c["status"] == "ok", c["error"]  # blkgen fails the cell on any I/O error
     assert c["request"]["kernel"] == kernel
     assert c["request"]["tunables"] == {"io_timeout": str(IO_TIMEOUT_MS)}
+    assert c["in_effect"]["queue"]["io_timeout"] == str(IO_TIMEOUT_MS)  # as the kernel has it
     (f,) = c["faults"]
     assert f["kind"] == "timeout" and f["fired"] and f["requests"] == 1
     assert f["start_ns"] == f["origin_ns"] + LOST_AT_MS * MS
