@@ -127,11 +127,14 @@ def cmd_run(args):
         r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
                              args.timeout, trace=args.trace,
                              extra_args=args.qemu_arg,
-                             devmodel=not args.no_devmodel)
+                             devmodel=not args.no_devmodel,
+                             coverage=args.marks)
         if not r.verdict.ok and args.keep_stderr:
             print(f"     QEMU's stderr: {r.verdict.stderr_path}")
         if args.trace:
             print("\n".join(r.trace))
+        if args.marks:
+            print(f"     fault paths: {', '.join(sorted(r.marks)) or 'none'}")
         if r.verdict.ok:
             print(f"ok   {f}: {len(inp.records)} records, {r.commands} "
                   f"commands, {r.seconds:.1f} s")
@@ -427,6 +430,9 @@ def main():
                    "devices, to see whether a failure needs the model")
     p.add_argument("--keep-stderr", action="store_true",
                    help="print where QEMU's stderr of a failing run is")
+    p.add_argument("--marks", action="store_true",
+                   help="print the fault paths each input reaches (the device "
+                   "model's fault trace events, error statuses the guest saw)")
     p = sub.add_parser("minimize")
     p.add_argument("family", choices=FAMILIES)
     p.add_argument("file")
