@@ -152,8 +152,8 @@ def profile_block_bytes(name):
 
 
 class Header:
-    """The choices an input's header bytes make; bytes 0-5 are common, the
-    rest belong to the family."""
+    """The choices an input's header bytes make; bytes 0-5 and 12-15 (the
+    fault schedule) are common, 6-11 belong to the family."""
 
     @staticmethod
     def without_slow_host(data):
