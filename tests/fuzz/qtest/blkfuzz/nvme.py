@@ -18,6 +18,7 @@ updated from what it reads back from the completion queues.
 
 import collections
 import random
+import re
 
 from .common import (GUEST_RAM, PAGE, PCI_MMIO_BASE, Family,
                      PciDev)
@@ -81,6 +82,15 @@ class Nvme(Family):
     NAME = "nvme"
     TRACE_EVENTS = ["pci_nvme_*"] + Family.FAULT_EVENTS
     DEVICE_KIND = "nvme"
+    # A completion the controller posts with a media error's status (DNR,
+    # SCT 2h, SC 81h or 80h: qemu-patches/0053), whether or not the fuzzer
+    # finds it in a completion queue it reaps.
+    MEDIA_ERROR_RE = re.compile(
+        r"pci_nvme_enqueue_req_completion [^\n]* status 0x4(28[01])\b")
+
+    def marks(self, trace_text):
+        return {f"nvme completion status 0x{m}"
+                for m in set(self.MEDIA_ERROR_RE.findall(trace_text))}
     OPS = {
         "io": 30, "step": 14, "reap": 10, "create_cq": 4, "create_sq": 4,
         "delete_sq": 3, "delete_cq": 2, "admin": 5, "doorbell": 5,
