@@ -59,7 +59,7 @@ SELFTEST_SEED = 7           # an input every family runs cleanly
 # events, an NVMe Unrecovered Read Error or Write Fault, CSTS.CFS, an IDE
 # error register with UNC, a virtio-blk media error.
 FAULT_MARK = re.compile(r"^device_model_(?!origin)|status 0x28[01]$|csts cfs|"
-                        r"^ide error 0x[4-7]|media error")
+                        r"^ide error 0x[4-7][0-9a-f] |media error")
 INPUT_BEGIN = "----- failing input (zlib, base64) -----"
 INPUT_END = "----- end of failing input -----"
 
