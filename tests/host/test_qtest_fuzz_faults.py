@@ -17,7 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "fuzz" / "qtest"))
 sys.path.insert(0, str(REPO / "harness"))
 
-from blkfuzz import common  # noqa: E402
 from blkfuzz.ahci import Ahci  # noqa: E402
 from blkfuzz.ide import Ide  # noqa: E402
 from blkfuzz.nvme import Nvme  # noqa: E402
