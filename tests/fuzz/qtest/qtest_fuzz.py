@@ -15,6 +15,7 @@ report, exits on its own, or does not answer a qtest command in --timeout s.
   qtest_fuzz.py run FAMILY FILE...     run inputs (--trace prints operations)
   qtest_fuzz.py minimize FAMILY FILE OUT
   qtest_fuzz.py distill FAMILY OUT FILE...   a small corpus from many inputs
+                                       (--marks: by the fault paths reached)
   qtest_fuzz.py unpack LOG OUT         the failing input a check printed
   qtest_fuzz.py selftest               the harness sees a crash, an abort,
                                        a hang, a busy process, and runs are
@@ -54,6 +55,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
+# The marks (run --marks) that are a fault path: the device model's fault
+# events, an NVMe Unrecovered Read Error or Write Fault, CSTS.CFS, an IDE
+# error register with UNC, a virtio-blk media error.
+FAULT_MARK = re.compile(r"^device_model_(?!origin)|status 0x28[01]$|csts cfs|"
+                        r"^ide error 0x[4-7][0-9a-f] |media error")
 INPUT_BEGIN = "----- failing input (zlib, base64) -----"
 INPUT_END = "----- end of failing input -----"
 
@@ -127,11 +133,14 @@ def cmd_run(args):
         r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
                              args.timeout, trace=args.trace,
                              extra_args=args.qemu_arg,
-                             devmodel=not args.no_devmodel)
+                             devmodel=not args.no_devmodel,
+                             coverage=args.marks)
         if not r.verdict.ok and args.keep_stderr:
             print(f"     QEMU's stderr: {r.verdict.stderr_path}")
         if args.trace:
             print("\n".join(r.trace))
+        if args.marks:
+            print(f"     fault paths: {', '.join(sorted(r.marks)) or 'none'}")
         if r.verdict.ok:
             print(f"ok   {f}: {len(inp.records)} records, {r.commands} "
                   f"commands, {r.seconds:.1f} s")
@@ -231,7 +240,8 @@ def cmd_distill(args):
         r = runner.run_input(fam, inp, args.qemu, out_dir(args.family) / "work",
                              args.timeout, coverage=True)
         if r.verdict.ok and r.seconds < args.max_seconds:
-            runs.append((data, r.coverage, r.seconds))
+            runs.append((data, {m for m in r.marks if FAULT_MARK.search(m)}
+                           if args.marks else r.coverage, r.seconds))
     covered, chosen = set(), []
     total = set().union(*(c for _, c, _ in runs)) if runs else set()
     while runs and len(chosen) < args.max:
@@ -246,7 +256,10 @@ def cmd_distill(args):
     for data, cov, secs in chosen:
         (out / f"{runner.sha1(data)}.bin").write_bytes(data)
     print(f"distill: {len(chosen)} inputs reach {len(covered)} of "
-          f"{len(total)} pairs, {sum(c[2] for c in chosen):.1f} s; in {out}")
+          f"{len(total)} {'fault paths' if args.marks else 'pairs'}, "
+          f"{sum(c[2] for c in chosen):.1f} s; in {out}")
+    for data, cov, secs in chosen if args.marks else ():
+        print(f"  {runner.sha1(data)}.bin: {', '.join(sorted(cov))}")
     return 0
 
 
@@ -427,6 +440,9 @@ def main():
                    "devices, to see whether a failure needs the model")
     p.add_argument("--keep-stderr", action="store_true",
                    help="print where QEMU's stderr of a failing run is")
+    p.add_argument("--marks", action="store_true",
+                   help="print the fault paths each input reaches (the device "
+                   "model's fault trace events, error statuses the guest saw)")
     p = sub.add_parser("minimize")
     p.add_argument("family", choices=FAMILIES)
     p.add_argument("file")
@@ -438,6 +454,9 @@ def main():
     p.add_argument("files", nargs="+")
     p.add_argument("--max", type=int, default=8)
     p.add_argument("--max-seconds", type=float, default=4)
+    p.add_argument("--marks", action="store_true",
+                   help="pick by the fault paths reached (run --marks), not "
+                   "by trace-event pairs")
     sub.add_parser("selftest")
     p = sub.add_parser("unpack")
     p.add_argument("log", help="output of a failed check (a CI log)")

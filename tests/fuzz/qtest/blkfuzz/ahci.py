@@ -61,7 +61,8 @@ PIO_HOST_NS = 4_000_000_000
 class Ahci(Family):
     NAME = "ahci"
     TRACE_EVENTS = ["ahci_*", "ncq_*", "process_ncq_*", "execute_ncq_*",
-                    "handle_*", "ide_*"]
+                    "handle_*", "ide_*"] + Family.FAULT_EVENTS
+    DEVICE_KIND = "ahci-hd"
     OPS = {
         "issue": 30, "ncq_burst": 10, "step": 16, "reap": 8, "port_reset": 3,
         "hba_reset": 2, "port_stop": 3, "port_start": 3, "reg_write": 5,
@@ -89,7 +90,7 @@ class Ahci(Family):
         args = [*h.machine(), *h.blockdev("d0"),
                 "-device", f"ich9-ahci,id=ahci0,addr={SLOT}.0",
                 "-device", f"ide-hd,bus=ahci0.0,drive=d0,id=disk0,"
-                f"devmodel-profile={PROFILE_DIR / h.profile}.toml,"
+                f"devmodel-profile={h.profile_path()},"
                 f"devmodel-seed={h.seed},ncq-depth={self.ncq_depth}"]
         if self.second_profile:
             size = profile_capacity(self.second_profile)

@@ -10,13 +10,19 @@ Guest RAM is GUEST_RAM bytes from 0. Each family lays out its structures
 choice comes from the input's bytes.
 """
 
+import hashlib
+import os
 import pathlib
+import sys
 import tomllib
+import types
 
 from .fuzzinput import Args, weighted_table
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 PROFILE_DIR = REPO / "devmodel" / "profiles"
+sys.path.insert(0, str(REPO / "harness"))
+from blklab import device_faults  # noqa: E402
 
 GUEST_RAM = 128 << 20
 BUF_BASE = 16 << 20
@@ -49,10 +55,105 @@ def profile_capacity(name):
 
 HOST_LATENCIES_NS = [0, 0, 0, 0, 0, 200_000, 2_000_000, 0]   # by header byte 3 % 8
 
+# The blklab-jobpoint device (qemu-patches/0047, 0052): writing 1 reaches the
+# job point, then 2 sets the origin every fault window counts from.
+JOBPOINT_PORT = 0x5F0
+JOBPOINT_REACHED, JOBPOINT_ORIGIN = 0x01, 0x02
+
+# Fault schedules, from header bytes 12 to 15 (docs/faults.md). The values
+# are spread over the scales a fuzz run's virtual time has: setup at 0,
+# records that step the clock by up to 1 s, a finish of 2 s.
+FAULT_AT_MS = [0, 0, 0.01, 0.5, 2, 10, 100, 1000]
+FAULT_AFTER_REQUESTS = [0, 1, 2, 3, 5, 10, 30, 100]
+FAULT_PROBABILITY = [1.0, 1.0, 0.5, 0.25, 0.1, 0.02, 0.9, 0.5]
+FAULT_DURATION_MS = [0.05, 1, 10, 100, 1000, 5000, 30000, 200]
+FAULT_FACTOR = [1.5, 2, 4, 10, 100, 1000, 1e6, 3]
+FAULT_RETRY_MS = [None, 0, 1, 10, 100, 1000, None, 0.01]
+# What the fault's run is checked against (device_faults.parse() wants the
+# run's length): an hour, longer than any fuzz run's virtual time.
+FAULT_RUN = types.SimpleNamespace(name="fuzz", fio_file=None,
+                                  options=[("runtime", "3600s")])
+
+
+def fault_kinds(device_kind):
+    """The kinds a device's front end takes: stall and slow (the model
+    alone), and twice over each kind FRONT_ENDS lists the device for."""
+    kinds = ["stall", "slow"]
+    for kind in device_faults.KINDS:
+        if device_kind in device_faults.FRONT_ENDS.get(kind, ()):
+            kinds += [kind, kind]
+    return kinds
+
+
+def fault_table(raw, device_kind, blocks):
+    """The [[fault]] table header bytes 12-15 choose for a drive of
+    `blocks` logical blocks behind front end `device_kind`, or None (byte
+    12 % 4 == 0: no fault)."""
+    b12, b13, b14, b15 = raw[12:16]
+    if b12 % 4 == 0:
+        return None
+    kind = fault_kinds(device_kind)[(b12 >> 2) % len(fault_kinds(device_kind))]
+    t = {"device": "fuzz", "kind": kind}
+    when = b13 % 4
+    if when == 3 and kind not in device_faults.PICKED_KINDS:
+        when = 0
+    if kind == "reset":
+        when = 0 if when == 3 else when
+    if when <= 1:
+        t["at_ms"] = FAULT_AT_MS[(b13 >> 2) % 8]
+    elif when == 2:
+        t["after_requests"] = FAULT_AFTER_REQUESTS[(b13 >> 2) % 8]
+    else:
+        t["probability"] = FAULT_PROBABILITY[(b13 >> 2) % 8]
+    if kind in ("stall", "slow", "timeout") and "probability" not in t or (
+            kind == "media_error" and "probability" not in t and b14 & 0x80):
+        t["duration_ms"] = FAULT_DURATION_MS[b14 % 8]
+    if kind == "slow":
+        t["factor"] = FAULT_FACTOR[(b14 >> 3) % 8]
+    if kind in ("media_error", "timeout"):
+        ranges = [(None, None)] * 3 + [
+            (0, 8), (blocks - 8, 8), (blocks // 2, 1024), (0, 1),
+            (blocks // 3, 64)]
+        start, count = ranges[(b15 >> 1) % 8]
+        if start is None and kind == "media_error" and "probability" not in t:
+            start, count = 0, blocks            # the range is required
+        if start is not None:
+            start = max(0, min(start, blocks - 1))
+            t["lba_start"], t["lba_count"] = start, max(1, min(count, blocks - start))
+        writes_ok = (kind == "timeout" or
+                     device_kind in device_faults.WRITE_ERROR_FRONT_ENDS)
+        if writes_ok and b15 & 1:
+            t["writes"] = True
+    if kind == "media_error":
+        retry = FAULT_RETRY_MS[(b14 >> 3) % 8]
+        if retry is not None:
+            t["retry_ms"] = retry
+    return t
+
+
+def checked_fault(table, device_kind, drive_bytes, block_bytes):
+    """The table as a DeviceFault, checked as a scenario's [[fault]] is
+    (device_faults.parse(), which raises ScenarioError naming the key)."""
+    device = types.SimpleNamespace(
+        name="fuzz", kind=device_kind, size_bytes=drive_bytes,
+        profile=types.SimpleNamespace(logical_block_bytes=block_bytes))
+    (fault,) = device_faults.parse("<fuzz header>", {"fault": [table]}, [device],
+                                   [FAULT_RUN], "deterministic", "the fuzzer")
+    return fault
+
+
+def build_dir():
+    return pathlib.Path(os.environ.get("BLKLAB_BUILD", REPO / "build"))
+
+
+def profile_block_bytes(name):
+    with open(PROFILE_DIR / f"{name}.toml", "rb") as f:
+        return int(tomllib.load(f)["device"].get("logical_block_bytes", 512))
+
 
 class Header:
-    """The choices an input's header bytes make; bytes 0-5 are common, the
-    rest belong to the family."""
+    """The choices an input's header bytes make; bytes 0-5 and 12-15 (the
+    fault schedule) are common, 6-11 belong to the family."""
 
     @staticmethod
     def without_slow_host(data):
@@ -76,6 +177,47 @@ class Header:
         self.host_latency_ns = HOST_LATENCIES_NS[data[3] % 8]
         self.read_zeroes = data[4] % 8 != 7
         self.q35 = data[5] % 4 == 3
+        self.fault = None           # set by set_fault(): a DeviceFault
+
+    def set_fault(self, device_kind):
+        """Chooses the drive's fault schedule from bytes 12-15 for the front
+        end `device_kind` (device_faults.FRONT_ENDS names)."""
+        block = profile_block_bytes(self.profile)
+        # A fault's range lies in the model (the library refuses one past its
+        # capacity) and in the drive the guest sees, which may be either
+        # smaller or larger.
+        size = min(self.drive_bytes, profile_capacity(self.profile))
+        table = fault_table(self.raw, device_kind, size // block)
+        if table is not None:
+            self.fault = checked_fault(table, device_kind, size, block)
+
+    def profile_path(self):
+        """The profile the drive under test reads: the profile itself, or
+        with a fault its text and the [[fault]] table, written once under
+        build/fuzz/qtest/profiles/ (named by its content)."""
+        path = PROFILE_DIR / f"{self.profile}.toml"
+        if self.fault is None:
+            return path
+        text = device_faults.profile_with_faults(path.read_text(), [self.fault])
+        name = hashlib.sha1(text.encode()).hexdigest()[:16]
+        out = build_dir() / "fuzz" / "qtest" / "profiles" / f"{self.profile}-{name}.toml"
+        if not out.is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(out)
+        return out
+
+    def fault_args(self):
+        """The job point device, with which the fuzzer sets the origin."""
+        return ["-device", "blklab-jobpoint"] if self.fault else []
+
+    def start_faults(self, vm):
+        """Reaches the job point and sets the origin: the fault's window
+        counts from now (the model applies no fault before)."""
+        if self.fault:
+            vm.outb(JOBPOINT_PORT, JOBPOINT_REACHED)
+            vm.outb(JOBPOINT_PORT, JOBPOINT_ORIGIN)
 
     def blockdev(self, node):
         opts = [f"driver=null-co,node-name={node}", f"size={self.drive_bytes}",
@@ -89,9 +231,13 @@ class Header:
                 "-m", f"{GUEST_RAM >> 20}M"]
 
     def describe(self):
+        fault = "none"
+        if self.fault:
+            fault = " ".join(f"{k}={v}" for k, v in self.fault.to_json().items()
+                             if v is not None and k != "device")
         return (f"{'q35' if self.q35 else 'pc'} profile={self.profile} "
                 f"seed={self.seed} drive={self.drive_bytes} "
-                f"host_latency={self.host_latency_ns}ns")
+                f"host_latency={self.host_latency_ns}ns fault=[{fault}]")
 
 
 class PciDev:
@@ -157,11 +303,25 @@ class Family:
 
     NAME = ""
     OPS = {}
+    DEVICE_KIND = ""                # the front end, as device_faults names it
+    # Trace events of the device model's fault paths: a lost command, a held
+    # one cancelled or released at a reset, a host reset, the origin.
+    FAULT_EVENTS = ["device_model_lost", "device_model_cancel",
+                    "device_model_release", "device_model_host_reset",
+                    "device_model_origin"]
 
     def __init__(self, header_bytes):
         self.header = Header(header_bytes)
+        self.header.set_fault(self.DEVICE_KIND)
         self.table = weighted_table(self.OPS)
         self.bars = []              # (base, size) of the device's MMIO BARs
+        # What the fuzzer, as the guest, saw of a fault (an error status, a
+        # failed controller): tokens that count as coverage too.
+        self.observed = set()
+
+    def marks(self, trace_text):
+        """Fault paths the trace log shows (family-specific); tokens."""
+        return set()
 
     def finish(self, vm):
         """Lets everything the model holds complete (the next timers, then

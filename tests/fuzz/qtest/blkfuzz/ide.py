@@ -49,7 +49,8 @@ LBA48 = {0x24, 0x25, 0x29, 0x34, 0x35, 0x39, 0x42, 0xEA, 0x27}
 
 class Ide(Family):
     NAME = "ide"
-    TRACE_EVENTS = ["ide_*", "bmdma_*"]
+    TRACE_EVENTS = ["ide_*", "bmdma_*"] + Family.FAULT_EVENTS
+    DEVICE_KIND = "ide-hd"
     OPS = {
         "dma": 26, "pio": 10, "nondata": 8, "data": 6, "step": 16, "reap": 6,
         "bm_stop": 4, "bm_write": 3, "srst": 3, "taskfile": 4, "port_read": 2,
@@ -76,7 +77,7 @@ class Ide(Family):
         h = self.header
         args = [*h.machine(), *h.blockdev("d0"),
                 "-device", f"ide-hd,bus=ide.0,unit=0,drive=d0,id=disk0,"
-                f"devmodel-profile={PROFILE_DIR / h.profile}.toml,"
+                f"devmodel-profile={h.profile_path()},"
                 f"devmodel-seed={h.seed}"]
         for i, ((bus, unit), (profile, sectors)) in enumerate(
                 sorted(self.drives.items())[1:], start=1):
@@ -288,7 +289,12 @@ class Ide(Family):
             st = vm.inb(self.port(ch, REG_COMMAND))     # clears the irq
             bms = vm.inb(self.bm(ch, BM_STATUS))
             vm.outb(self.bm(ch, BM_STATUS), bms & 0x06)
-            out.append(f"ch{ch} status={st:#x} bm={bms:#x}")
+            err = ""
+            if st & 0x01:                                # ERR: what error
+                e = vm.inb(self.port(ch, REG_FEATURE))
+                self.observed.add(f"ide error {e:#x} status {st:#x}")
+                err = f" error={e:#x}"
+            out.append(f"ch{ch} status={st:#x}{err} bm={bms:#x}")
         return " ".join(out)
 
     def op_bm_stop(self, vm, a):

@@ -16,9 +16,11 @@ Its view of the queues (tails, heads, phases) is kept as a driver would,
 updated from what it reads back from the completion queues.
 """
 
+import collections
 import random
+import re
 
-from .common import (GUEST_RAM, PAGE, PCI_MMIO_BASE, PROFILE_DIR, Family,
+from .common import (GUEST_RAM, PAGE, PCI_MMIO_BASE, Family,
                      PciDev)
 
 SLOT = 4                            # -device nvme,addr=4.0
@@ -78,7 +80,17 @@ def sqe(opcode, cid, nsid=0, prp1=0, prp2=0, cdw=(), flags=0, mptr=0):
 
 class Nvme(Family):
     NAME = "nvme"
-    TRACE_EVENTS = ["pci_nvme_*"]
+    TRACE_EVENTS = ["pci_nvme_*"] + Family.FAULT_EVENTS
+    DEVICE_KIND = "nvme"
+    # A completion the controller posts with a media error's status (DNR,
+    # SCT 2h, SC 81h or 80h: qemu-patches/0053), whether or not the fuzzer
+    # finds it in a completion queue it reaps.
+    MEDIA_ERROR_RE = re.compile(
+        r"pci_nvme_enqueue_req_completion [^\n]* status 0x4(28[01])\b")
+
+    def marks(self, trace_text):
+        return {f"nvme completion status 0x{m}"
+                for m in set(self.MEDIA_ERROR_RE.findall(trace_text))}
     OPS = {
         "io": 30, "step": 14, "reap": 10, "create_cq": 4, "create_sq": 4,
         "delete_sq": 3, "delete_cq": 2, "admin": 5, "doorbell": 5,
@@ -103,6 +115,9 @@ class Nvme(Family):
         self.admin_sq = Queue(ASQ, self.admin_entries)
         self.admin_cq = Queue(ACQ, self.admin_entries)
         self.pci = None
+        # (sqid, cid) of the last I/O commands submitted: what an Abort names
+        # (a command the model lost is held until one does).
+        self.recent = collections.deque(maxlen=64)
 
     def qemu_args(self):
         h = self.header
@@ -113,7 +128,7 @@ class Nvme(Family):
         return [*h.machine(), *h.blockdev("d0"), "-device", dev]
 
     def profile_path(self):
-        return PROFILE_DIR / f"{self.header.profile}.toml"
+        return self.header.profile_path()
 
     def describe(self):
         return (f"{self.header.describe()} mqes={self.mqes} "
@@ -198,6 +213,11 @@ class Nvme(Family):
             status = int.from_bytes(data[16 * i + 14:16 * i + 16], "little")
             if status & 1 != q.phase:
                 break
+            if status >> 1 & 0x7FF:
+                # SCT and SC: an error status (0x281 an unrecovered read
+                # error, 0x280 a write fault), as the driver sees it.
+                self.observed.add(f"nvme {'admin' if qid == 0 else 'io'} "
+                                  f"status {status >> 1 & 0x7FF:#x}")
             found += 1
             q.head += 1
             if q.head == q.size:
@@ -219,8 +239,14 @@ class Nvme(Family):
             self.create_pair(vm, qid, entries)
         vm.clock_step(0)
 
+    def read_csts(self, vm):
+        csts = self.reg_read(vm, REG_CSTS)
+        if csts & 2:
+            self.observed.add("nvme csts cfs")      # Controller Fatal Status
+        return csts
+
     def alive_read(self, vm):
-        self.reg_read(vm, REG_CSTS)
+        self.read_csts(vm)
 
     # -- operations --
 
@@ -332,6 +358,7 @@ class Nvme(Family):
             self.fill_payload(vm, opname, prp1, detail[1], detail[2], detail[3])
         entries = [sqe(opcode, self.next_cid(), nsid, prp1, prp2, cdw,
                        flags=psdt << 6)]
+        self.recent.append((qid, self.cid))
         # More commands in the same doorbell: variations of the first.
         rng = random.Random(detail[3] ^ detail[1])
         for _ in range(count - 1):
@@ -343,6 +370,7 @@ class Nvme(Family):
             entries.append(sqe(op, self.next_cid(), nsid,
                                self.addr(rng.randrange(9), rng.getrandbits(32),
                                          (nlb + 1) * 512), prp2, c))
+            self.recent.append((qid, self.cid))
         for e in entries:
             if 0 <= q.addr < GUEST_RAM:
                 vm.memwrite(q.addr + 64 * (q.tail % max(q.size, 1)), e)
@@ -362,7 +390,8 @@ class Nvme(Family):
         total = self.reap_queue(vm, 0, self.admin_cq)
         for qid, q in sorted(self.cqs.items()):
             total += self.reap_queue(vm, qid, q)
-        return f"{total} entries"
+        csts = self.read_csts(vm)
+        return f"{total} entries csts={csts:#x}"
 
     def op_create_cq(self, vm, a):
         qid = self.pick_qid(a)
@@ -465,6 +494,8 @@ class Nvme(Family):
         elif opcode == 0x02:
             c10 = [1, 2, 3, 5, 0x70, 0x80, 0xC0][c10 % 7] | (c10 & 0xFFFF0000)
         elif opcode == 0x08:
+            if c11 & 0x80:
+                return self.abort_storm(vm, c10, c11)
             qids = [0] + sorted(self.sqs)
             c10 = qids[c10 % len(qids)] | (self.cid - c10 % 4) << 16
         elif opcode == 0x7C:
@@ -473,6 +504,44 @@ class Nvme(Family):
         self.admin(vm, sqe(opcode, self.next_cid(), nsid, prp1, prp2,
                            [c10, c11, a.u32(), 0, 0, 0]))
         return f"op=0x{opcode:02x} nsid={nsid:#x} cdw10={c10:#x} cdw11={c11:#x}"
+
+    def abort_storm(self, vm, raw, c11):
+        """Many Aborts at once, as a driver whose commands all time out
+        sends them: for the I/O commands it submitted last (those a
+        timeout fault loses are held until aborted), the same ones twice,
+        and CIDs and SQs that name nothing. Queued as deep as the admin
+        queue takes, then reaped, batch after batch."""
+        count = 2 + c11 % 32
+        rng = random.Random(raw ^ c11 << 32)
+        targets = []
+        for i in range(count):
+            what = rng.randrange(8)
+            if self.recent and what < 5:
+                sqid, cid = self.recent[-1 - rng.randrange(len(self.recent))]
+            elif self.recent and what == 5:
+                sqid, cid = targets[-1] if targets else self.recent[-1]
+            elif what == 6:
+                sqid, cid = rng.choice([0] + sorted(self.sqs)), rng.getrandbits(16)
+            else:
+                sqid, cid = rng.choice([0, 0xFFFF, self.max_ioqpairs + 1,
+                                        rng.getrandbits(16)]), rng.getrandbits(16)
+            targets.append((sqid, cid))
+        room = max(1, self.admin_sq.size - 1)
+        q = self.admin_sq
+        for start in range(0, count, room):
+            batch = targets[start:start + room]
+            for sqid, cid in batch:
+                entry = sqe(0x08, self.next_cid(), 0, cdw=[sqid | cid << 16])
+                vm.memwrite(q.addr + 64 * q.tail, entry)
+                q.tail = (q.tail + 1) % q.size
+            self.reg_write(vm, self.sq_doorbell(0), q.tail)
+            got = 0
+            for _ in range(ADMIN_POLLS):
+                got += self.reap_queue(vm, 0, self.admin_cq)
+                if got >= len(batch):
+                    break
+        return f"abort storm of {count}: " + " ".join(
+            f"{s}:{c}" for s, c in targets[:8]) + (" ..." if count > 8 else "")
 
     def op_doorbell(self, vm, a):
         sel = a.u8()

@@ -34,6 +34,11 @@ class Result:
     seconds: float
     trace: list             # one line per record (when asked for)
     coverage: frozenset
+    # The fault paths it reached (with coverage): what the trace log shows
+    # (Family.marks, the device model's fault events) and what the fuzzer
+    # saw as the guest (Family.observed: error statuses, a failed
+    # controller). They count as coverage too.
+    marks: frozenset = frozenset()
 
 
 def is_sanitizer_build(qemu):
@@ -78,7 +83,7 @@ def run_input(family_cls, inp, qemu, workdir, timeout=10.0, trace=False,
     fd, stderr_path = tempfile.mkstemp(prefix="stderr-", dir=workdir)
     os.close(fd)
     trace_path = stderr_path.replace("stderr-", "trace-")
-    args = fam.qemu_args() + list(extra_args)
+    args = fam.qemu_args() + fam.header.fault_args() + list(extra_args)
     if not devmodel:
         # For triage: the same devices as stock QEMU has them.
         args = [re.sub(r",(devmodel-[a-z]+|ncq-depth|mqes)=[^,]*", "", a)
@@ -95,6 +100,7 @@ def run_input(family_cls, inp, qemu, workdir, timeout=10.0, trace=False,
     with QTestVM(str(qemu), args, stderr_path, timeout=timeout,
                  env=qemu_env(qemu)) as vm:
         try:
+            fam.header.start_faults(vm)
             fam.setup(vm)
             for i, rec in enumerate(records):
                 desc = fam.execute(vm, rec)
@@ -110,17 +116,24 @@ def run_input(family_cls, inp, qemu, workdir, timeout=10.0, trace=False,
                 lines.append(f"{done:5d} {op} (QEMU failed during it)")
         verdict = vm.verdict(gone)
     cov = frozenset()
+    marks = set()
     if coverage and os.path.exists(trace_path):
         with open(trace_path, "rb") as f:
-            names = TRACE_RE.findall(f.read())
+            text = f.read()
+        names = TRACE_RE.findall(text)
         cov = frozenset(zip([b""] + names, names))
+        marks = {n.decode() for n in set(names) if n.decode() in fam.FAULT_EVENTS}
+        marks |= fam.marks(text.decode(errors="replace"))
         os.unlink(trace_path)
+    if coverage:
+        marks |= fam.observed
+        cov |= {(b"mark", m.encode()) for m in marks}
     if verdict.ok:
         os.unlink(stderr_path)
     else:
         verdict.stderr_path = stderr_path
     return Result(verdict, done, done, vm.commands, time.monotonic() - start,
-                  lines, cov)
+                  lines, cov, frozenset(marks))
 
 
 def run_confirmed(family_cls, inp, qemu, workdir, timeout, **kw):

@@ -18,8 +18,9 @@ The header picks, besides the common choices, the number of virtqueues
 """
 
 import random
+import re
 
-from .common import GUEST_RAM, PROFILE_DIR, Family, PciDev
+from .common import GUEST_RAM, Family, PciDev
 from .fuzzinput import Args
 
 SLOT = 4                            # -device virtio-blk-pci,addr=4.0
@@ -70,6 +71,16 @@ class VirtioBlk(Family):
     NAME = "virtio-blk"
     TRACE_EVENTS = ["virtio_blk_*", "virtqueue_*", "virtio_queue_*",
                     "virtio_notify*", "virtio_set_status", "device_model_*"]
+    DEVICE_KIND = "virtio-blk"
+    # A request the model failed: its host I/O succeeded (ret 0), yet it
+    # ends with VIRTIO_BLK_S_IOERR (1), which only a media error does (0059).
+    MEDIA_ERROR_RE = re.compile(
+        r"virtio_blk_rw_complete [^\n]* ret 0\n(?:\d+@[0-9.]+:)?"
+        r"virtio_blk_req_complete [^\n]* status 1\b")
+
+    def marks(self, trace_text):
+        return {"virtio-blk media error"} if self.MEDIA_ERROR_RE.search(
+            trace_text) else set()
     OPS = {
         "request": 30, "burst": 6, "indirect": 4, "notify": 6, "step": 14,
         "reap": 8, "reset": 4, "status": 3, "queue_setup": 3, "features": 2,
@@ -92,7 +103,7 @@ class VirtioBlk(Family):
         dev = (f"virtio-blk-pci,id=vblk0,addr={SLOT}.0,drive=d0,serial=fuzz,"
                f"ioeventfd=off,num-queues={self.num_queues},"
                f"queue-size={self.queue_size},"
-               f"devmodel-profile={PROFILE_DIR / h.profile}.toml,"
+               f"devmodel-profile={h.profile_path()},"
                f"devmodel-seed={h.seed}")
         return [*h.machine(), *h.blockdev("d0"), "-device", dev]
 
