@@ -82,6 +82,14 @@ def checked_in(family):
     return out
 
 
+def known_failures(family):
+    """(path, Input) of the family's known failures: crashes found and not
+    yet fixed, each with a .txt note. Every check replays them and reports
+    each one; none is a seed (mutating a crash finds the same crash)."""
+    return [(p, fuzzinput.Input.from_bytes(p.read_bytes()))
+            for p in sorted((HERE / family / "known-failures").glob("*.bin"))]
+
+
 def out_dir(family):
     return REPO / "build" / "fuzz" / "qtest" / family
 
@@ -163,6 +171,18 @@ def replay(args, fam):
             note = path.with_suffix(".txt")
             if note.is_file():
                 print(f"     (a regression: {note.relative_to(REPO)})")
+    for path, inp in known_failures(args.family):
+        r = runner.run_confirmed(fam, inp, args.qemu,
+                                 out_dir(args.family) / "work", args.timeout)
+        rel = path.relative_to(REPO)
+        if r.verdict.ok:
+            # Fixed: it belongs in regressions/ now, with the fixing patch.
+            failures += 1
+            print(f"FAIL {rel}: a known failure now passes; move it and its note "
+                  f"to {args.family}/regressions/ with the patch that fixed it")
+        else:
+            print(f"KNOWN FAILURE {rel}: {r.verdict.kind}: {r.verdict.detail} "
+                  f"(not fixed: {path.with_suffix('.txt').relative_to(REPO)})")
     return len(seeds), failures, seeds
 
 
