@@ -18,8 +18,9 @@ report, exits on its own, or does not answer a qtest command in --timeout s.
                                        (--marks: by the fault paths reached)
   qtest_fuzz.py unpack LOG OUT         the failing input a check printed
   qtest_fuzz.py selftest               the harness sees a crash, an abort,
-                                       a hang, a busy process, and runs are
-                                       reproducible
+                                       a hang, a busy process, runs are
+                                       reproducible, known failures are
+                                       reported and fail once they pass
 
 FAMILY: nvme, ahci, ide, virtio-blk. Output: build/fuzz/qtest/<family>/ (crash-*.bin,
 crash-*.txt with the verdict, QEMU's stderr and the minimised operations;
@@ -73,21 +74,26 @@ def qemu_binary(arg):
     return pathlib.Path(qdir) / "bin" / "qemu-system-x86_64"
 
 
-def checked_in(family):
+def checked_in(family, root=HERE):
     """(path, Input) of the regressions, then the corpus."""
     out = []
     for sub in ("regressions", "corpus"):
-        for p in sorted((HERE / family / sub).glob("*.bin")):
+        for p in sorted((root / family / sub).glob("*.bin")):
             out.append((p, fuzzinput.Input.from_bytes(p.read_bytes())))
     return out
 
 
-def known_failures(family):
+def known_failures(family, root=HERE):
     """(path, Input) of the family's known failures: crashes found and not
     yet fixed, each with a .txt note. Every check replays them and reports
     each one; none is a seed (mutating a crash finds the same crash)."""
     return [(p, fuzzinput.Input.from_bytes(p.read_bytes()))
-            for p in sorted((HERE / family / "known-failures").glob("*.bin"))]
+            for p in sorted((root / family / "known-failures").glob("*.bin"))]
+
+
+def shown(path):
+    """`path` as a message names it: from the checkout's top when inside it."""
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def out_dir(family):
@@ -158,23 +164,25 @@ def cmd_run(args):
     return 1 if failed else 0
 
 
-def replay(args, fam):
-    """Runs every checked-in input; returns (count, failures, seeds)."""
+def replay(args, fam, root=HERE, extra_args=()):
+    """Runs every checked-in input under `root` (the inputs' tree: this
+    directory but in the selftest); returns (count, failures, seeds)."""
     seeds, failures = [], 0
-    for path, inp in checked_in(args.family):
-        r = runner.run_confirmed(fam, inp, args.qemu,
-                                 out_dir(args.family) / "work", args.timeout)
+    work = out_dir(args.family) / "work"
+    for path, inp in checked_in(args.family, root):
+        r = runner.run_confirmed(fam, inp, args.qemu, work, args.timeout,
+                                 extra_args=extra_args)
         seeds.append(inp)
         if not r.verdict.ok:
             failures += 1
-            print_failure(path.relative_to(REPO), r)
+            print_failure(shown(path), r)
             note = path.with_suffix(".txt")
             if note.is_file():
-                print(f"     (a regression: {note.relative_to(REPO)})")
-    for path, inp in known_failures(args.family):
-        r = runner.run_confirmed(fam, inp, args.qemu,
-                                 out_dir(args.family) / "work", args.timeout)
-        rel = path.relative_to(REPO)
+                print(f"     (a regression: {shown(note)})")
+    for path, inp in known_failures(args.family, root):
+        r = runner.run_confirmed(fam, inp, args.qemu, work, args.timeout,
+                                 extra_args=extra_args)
+        rel = shown(path)
         if r.verdict.ok:
             # Fixed: it belongs in regressions/ now, with the fixing patch.
             failures += 1
@@ -182,7 +190,7 @@ def replay(args, fam):
                   f"to {args.family}/regressions/ with the patch that fixed it")
         else:
             print(f"KNOWN FAILURE {rel}: {r.verdict.kind}: {r.verdict.detail} "
-                  f"(not fixed: {path.with_suffix('.txt').relative_to(REPO)})")
+                  f"(not fixed: {shown(path.with_suffix('.txt'))})")
     return len(seeds), failures, seeds
 
 
@@ -288,8 +296,9 @@ def cmd_selftest(args):
     qtest command, QEMU killed mid-run, QEMU that stops answering, a process
     spinning on the CPU, a QEMU kept busy by a timer, that the same input
     gives the same operations and verdict twice, that a seed without
-    feedback gives the same inputs, and that a failing input printed in a
-    log comes back whole."""
+    feedback gives the same inputs, that a failing input printed in a
+    log comes back whole, and that a known failure is reported while it
+    fails and fails the check once it passes."""
     work = out_dir("selftest")
     work.mkdir(parents=True, exist_ok=True)
     base = ["-machine", "pc,accel=qtest", "-m", "16M"]
@@ -417,6 +426,27 @@ def cmd_selftest(args):
     print(f"{'ok  ' if same else 'FAIL'} a failing input printed in a log "
           f"({len(log.getvalue().splitlines())} lines) unpacks to "
           f"{'the same' if same else 'OTHER'} {len(inp.to_bytes())} bytes")
+
+    # 9. A known failure is replayed and reported but does not fail a check
+    # while it still fails, and fails the check once it passes. The input
+    # fails here by a device QEMU does not have, so QEMU exits at its start.
+    tree = work / "known-failures-tree"
+    kf = tree / "nvme" / "known-failures"
+    kf.mkdir(parents=True, exist_ok=True)
+    (kf / "selftest.bin").write_bytes(fuzzinput.seeded(SELFTEST_SEED, 80).to_bytes())
+    (kf / "selftest.txt").write_text("selftest: a known failure\n")
+    ns = argparse.Namespace(family="nvme", qemu=args.qemu, timeout=args.timeout)
+    for name, extra, want_failures, want_line in (
+            ("still failing", ["-device", "blklab-selftest-no-such-device"], 0,
+             "KNOWN FAILURE "),
+            ("now passing", [], 1, "a known failure now passes")):
+        log = io.StringIO()
+        with contextlib.redirect_stdout(log):
+            n, failures, seeds = replay(ns, FAMILIES["nvme"], tree, extra)
+        good = (n, failures, seeds) == (0, want_failures, []) and want_line in log.getvalue()
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} a known failure {name}: {failures} "
+              f"failures, {len(seeds)} seeds: {log.getvalue().strip()[:100]}")
     return 0 if ok else 1
 
 
