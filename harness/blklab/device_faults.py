@@ -43,7 +43,8 @@ KINDS = ("stall", "slow", "media_error", "timeout", "reset")
 # libata's recovery makes, checked by 0062's qtests), a failed device one
 # the protocol shows and a reset ends (0056).
 FRONT_ENDS = {"media_error": ("nvme", "ide-hd", "virtio-blk"),
-              "timeout": ("nvme", "ide-hd", "ahci-hd"), "reset": ("nvme",)}
+              "timeout": ("nvme", "ide-hd", "ahci-hd"),
+              "reset": ("nvme", "ide-hd", "ahci-hd")}
 # Why a front end cannot take a kind at all, from the guest kernel's source
 # (6.12); the other combinations missing from FRONT_ENDS are not built yet.
 _NO_TIMEOUT_HANDLER = (

@@ -172,7 +172,7 @@ KEYS: dict[str, Doc] = {
     "expect.quorum": Doc("", "all: holds on every seed; median: decided on the seeds' median"),
     # [[fault]]
     "fault.device": Doc("", "the [[device]] (with a profile) that misbehaves"),
-    "fault.kind": Doc("", "stall, slow, media_error, timeout (NVMe, IDE, AHCI) or reset (NVMe)"),
+    "fault.kind": Doc("", "stall, slow, media_error, timeout or reset (NVMe, IDE, AHCI)"),
     "fault.at_ms": Doc("ms", "when the fault starts, after the workload starts",
                        range=_MS + ", before the run's end"),
     "fault.after_requests": Doc("requests", "or: the fault starts after the first N requests",

@@ -417,10 +417,6 @@ REFUSED_FRONT_ENDS = [
     ("virtio-blk", 'kind = "reset"\nat_ms = 1\n', "kind",
      "'reset' does not fit device 'd0' (virtio-blk): the guest's virtio_blk driver has no "
      "timeout handler"),
-    ("ide-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
-     "only nvme does so far, device 'd0' is ide-hd"),
-    ("ahci-hd", 'kind = "reset"\nat_ms = 1\n', "kind",
-     "only nvme does so far, device 'd0' is ahci-hd"),
     ("ide-hd", MEDIA + "writes = true\n", "writes",
      "a write error on ide-hd (device 'd0') is not built yet: nvme, virtio-blk only"),
 ]
@@ -448,6 +444,16 @@ def test_a_timeout_on_ide_and_ahci_reaches_the_profile(tmp_path, front):
     assert d0.kind == front
     assert d0.profile.text.endswith('[[fault]]\nkind = "timeout"\nat_ms = 50.0\n'
                                     'duration_ms = 1.0\nwrites = true\n'), d0.profile.text
+
+
+@pytest.mark.parametrize("front", ["ide-hd", "ahci-hd"])
+def test_a_reset_on_ide_and_ahci_reaches_the_profile(tmp_path, front):
+    s = load(tmp_path, on(front) + FAULT_HEAD + 'kind = "reset"\nat_ms = 50\n')
+    (f,) = s.faults
+    assert f.device == "d0" and f.kind == "reset" and f.at_ms == 50.0
+    (d0,) = [d for d in s.devices if d.name == "d0"]
+    assert d0.kind == front
+    assert d0.profile.text.endswith('[[fault]]\nkind = "reset"\nat_ms = 50.0\n'), d0.profile.text
 
 
 @pytest.mark.parametrize("front,keys", [

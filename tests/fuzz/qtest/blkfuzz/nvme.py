@@ -88,9 +88,16 @@ class Nvme(Family):
     MEDIA_ERROR_RE = re.compile(
         r"pci_nvme_enqueue_req_completion [^\n]* status 0x4(28[01])\b")
 
+    # An Abort that named a command the device model lost and still holds
+    # (qemu-patches/0065).
+    ABORT_LOST_RE = re.compile(r"pci_nvme_abort_match [^\n]* lost 1\b")
+
     def marks(self, trace_text):
-        return {f"nvme completion status 0x{m}"
-                for m in set(self.MEDIA_ERROR_RE.findall(trace_text))}
+        found = {f"nvme completion status 0x{m}"
+                 for m in set(self.MEDIA_ERROR_RE.findall(trace_text))}
+        if self.ABORT_LOST_RE.search(trace_text):
+            found.add("nvme abort matched a lost command")
+        return found
     OPS = {
         "io": 30, "step": 14, "reap": 10, "create_cq": 4, "create_sq": 4,
         "delete_sq": 3, "delete_cq": 2, "admin": 5, "doorbell": 5,
