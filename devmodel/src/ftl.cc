@@ -518,7 +518,7 @@ std::uint32_t Ftl::PickVictim(std::uint32_t die) {
   return b;
 }
 
-bool Ftl::CollectStep(std::uint32_t die, std::uint32_t max_moves) {
+bool Ftl::CollectStep(std::uint32_t die, std::uint32_t max_moves, bool erase_alone) {
   Die& d = dies_[die];
   if (d.victim == kNoBlock) {
     d.victim = PickVictim(die);
@@ -539,6 +539,7 @@ bool Ftl::CollectStep(std::uint32_t die, std::uint32_t max_moves) {
       moved += placed;
     }
     d.victim_cursor = g_.slots_per_block;
+    if (erase_alone && moved > 0) return true;
   }
   const std::uint32_t* p2l = vblk.p2l;
   constexpr std::uint32_t kAhead = 16;  // prefetch the L2P entries of moves to come
@@ -562,6 +563,7 @@ bool Ftl::CollectStep(std::uint32_t die, std::uint32_t max_moves) {
     }
     ++d.victim_cursor;
   }
+  if (erase_alone && moved > 0) return true;
   vblk.key = kNotClosed;
   p2l_pool_.Free(vblk.p2l);
   vblk.p2l = nullptr;

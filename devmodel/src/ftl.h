@@ -155,7 +155,9 @@ class Ftl {
   bool CollectOne(std::uint32_t die);
   // Moves up to `max_moves` valid units of the victim in progress (choosing
   // one if needed) and erases it once empty; false if no progress is possible.
-  bool CollectStep(std::uint32_t die, std::uint32_t max_moves);
+  // With `erase_alone`, a call that moved units leaves the emptied victim's
+  // erase to the next call, so one call books moves or an erase, not both.
+  bool CollectStep(std::uint32_t die, std::uint32_t max_moves, bool erase_alone = false);
   std::uint32_t free_blocks(std::uint32_t die) const {
     return static_cast<std::uint32_t>(dies_[die].free.size());
   }

@@ -60,6 +60,39 @@ TEST(FtlTest, MapsTrimsAndCountsPadding) {
   EXPECT_EQ(ftl.counters().trimmed_slots, 1u);
 }
 
+// One die; block 0 written full, then half trimmed: the only closed block,
+// so the victim, with 32 of 64 units valid.
+Ftl* HalfValidVictim(Ftl* ftl) {
+  for (std::uint64_t lpn = 0; lpn < 64 + 4; ++lpn) ftl->Write(lpn);
+  ftl->FlushPending();
+  for (std::uint64_t lpn = 0; lpn < 32; ++lpn) ftl->Trim(lpn);
+  return ftl;
+}
+
+TEST(FtlTest, CollectStepCanLeaveTheEraseToTheNextCall) {
+  FtlGeometry g = Geometry(0.25);
+  g.dies = 1;
+  g.exported_slots = 512;
+  Ftl together(g, nullptr), apart(g, nullptr);
+  HalfValidVictim(&together);
+  HalfValidVictim(&apart);
+  const FtlCounters before = apart.counters();
+  ASSERT_TRUE(together.CollectStep(0, 1000));
+  EXPECT_EQ(together.counters().gc_slots_moved - before.gc_slots_moved, 32u);
+  EXPECT_EQ(together.counters().erases - before.erases, 1u);
+  // erase_alone: the moves, then the erase in a call of its own.
+  ASSERT_TRUE(apart.CollectStep(0, 1000, /*erase_alone=*/true));
+  EXPECT_EQ(apart.counters().gc_slots_moved - before.gc_slots_moved, 32u);
+  EXPECT_EQ(apart.counters().erases, before.erases);
+  const std::uint32_t free_after_moves = apart.free_blocks(0);
+  ASSERT_TRUE(apart.CollectStep(0, 1000, /*erase_alone=*/true));
+  EXPECT_EQ(apart.counters().gc_slots_moved - before.gc_slots_moved, 32u);
+  EXPECT_EQ(apart.counters().erases - before.erases, 1u);
+  EXPECT_EQ(apart.free_blocks(0), free_after_moves + 1);
+  EXPECT_EQ(apart.free_blocks(0), together.free_blocks(0));
+  for (std::uint64_t lpn = 32; lpn < 64; ++lpn) EXPECT_EQ(apart.Lookup(lpn), together.Lookup(lpn));
+}
+
 TEST(FtlTest, SteadyStateWafFallsWithOverProvisioningAndBeatsFifoBound) {
   double previous = 1e9;
   for (double op : {0.07, 0.14, 0.28}) {

@@ -182,6 +182,7 @@ std::vector<Key> SsdKeys() {
       Int("read_retry_max_rounds", &C::read_retry_max_rounds, 0, 64,
           "count (>= 1 when read_retry_probability > 0)"),
       Bool("gc_yield", &C::gc_yield),
+      Bool("gc_background_preemptible", &C::gc_background_preemptible),
       pre,
       Real("precondition_overwrite_factor", &C::precondition_overwrite_factor, 0, 16, "x capacity"),
   };

@@ -615,9 +615,13 @@ TimeNs SsdModel::Trim(const Request& r, TimeNs t0) {
 void SsdModel::BackgroundGc(TimeNs now) {
   // Only when the device has been idle: no command in flight and none for
   // gc_idle_delay_ns. GC steps that would have started during the idle time
-  // are scheduled there; the last one may still be running at `now`.
+  // are scheduled there; the last one may still be running at `now`. A step
+  // is a whole victim block, or with gc_background_preemptible one GC program
+  // unit's moves or one erase (the victim in progress stays for the next
+  // idle time).
   // REQUIRES (checked by Submit): gc_background_due_ and the idle delay passed.
   const TimeNs idle_from = last_completion_ + c_.gc_idle_delay_ns;
+  const std::uint32_t step_moves = ftl_.geometry().slots_per_program;
   bool any_below = false;
   for (std::uint32_t die = 0; die < dies_.size(); ++die) {
     while (ftl_.free_blocks(die) < c_.gc_background_free_blocks) {
@@ -627,8 +631,14 @@ void SsdModel::BackgroundGc(TimeNs now) {
         break;
       }
       dispatch_time_ = t;
-      if (!ftl_.CollectOne(die)) break;
-      ++n_.gc_background_runs;
+      if (c_.gc_background_preemptible) {
+        const std::uint64_t victims = ftl_.counters().gc_runs;
+        if (!ftl_.CollectStep(die, step_moves, /*erase_alone=*/true)) break;
+        n_.gc_background_runs += ftl_.counters().gc_runs - victims;
+      } else {
+        if (!ftl_.CollectOne(die)) break;
+        ++n_.gc_background_runs;
+      }
     }
   }
   gc_background_due_ = any_below;

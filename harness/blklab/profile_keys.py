@@ -88,6 +88,9 @@ MEANINGS: dict[str, str] = {
     "ssd.read_retry_max_rounds": "the most read-retry rounds one page read takes",
     "ssd.gc_yield": "garbage collection books each page move and the program as separate "
                     "operations, so a read waits for (or suspends) only the one in progress",
+    "ssd.gc_background_preemptible": "idle-time garbage collection is booked a program unit "
+                                     "or an erase at a time and stops when a command arrives, "
+                                     "so a host program waits only for the step in progress",
     # [ssd]: state at the start
     "ssd.precondition": "the drive's state at the start: none (factory-fresh), full (every "
                         "block written once, in order) or steady (full, then random overwrites: "

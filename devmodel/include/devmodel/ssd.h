@@ -183,6 +183,16 @@ struct SsdConfig {
   // the program are separate operations; a read waits for (or suspends) at
   // most the one in progress, and overtakes those not started.
   bool gc_yield = false;
+  // false: background GC, once due after gc_idle_delay_ns of idle time, books
+  // whole victim blocks from the idle point on, so a command arriving during
+  // them waits for every move still booked. true: it is preemptible (semi-
+  // preemptible GC, Lee et al., ISPASS 2011): it books one GC program unit
+  // (its page reads and program) or one erase at a time, and only steps that
+  // start before the command that ends the idle time; the victim in progress
+  // is resumed in the next idle time. A host program then waits at most for
+  // the step in progress on its die. Foreground GC (below
+  // gc_foreground_free_blocks) and GC paced by host programs are unchanged.
+  bool gc_background_preemptible = false;
 
   Precondition precondition = Precondition::kNone;
   double precondition_overwrite_factor = 1.0;  // kSteady*: overwrites / capacity
