@@ -37,12 +37,13 @@ from typing import Any
 KINDS = ("stall", "slow", "media_error", "timeout", "reset")
 # The device kinds whose front end reports each kind that needs one: a
 # media error is a status the protocol has to carry (NVMe: qemu-patches/0053;
-# IDE and virtio-blk: 0059), a lost command one the host's recovery has to
+# IDE and virtio-blk: 0059; AHCI's NCQ commands through the drive's NCQ
+# error log, 0066), a lost command one the host's recovery has to
 # take back (0055: NVMe at a queue deletion or controller reset; IDE and
 # AHCI at the bus master stop, SRST, PxCMD.ST cleared or COMRESET that
 # libata's recovery makes, checked by 0062's qtests), a failed device one
 # the protocol shows and a reset ends (0056).
-FRONT_ENDS = {"media_error": ("nvme", "ide-hd", "virtio-blk"),
+FRONT_ENDS = {"media_error": ("nvme", "ide-hd", "ahci-hd", "virtio-blk"),
               "timeout": ("nvme", "ide-hd", "ahci-hd"),
               "reset": ("nvme", "ide-hd", "ahci-hd")}
 # Why a front end cannot take a kind at all, from the guest kernel's source
@@ -51,17 +52,14 @@ _NO_TIMEOUT_HANDLER = (
     "the guest's virtio_blk driver has no timeout handler (virtio_mq_ops has no .timeout), so "
     "the block layer re-arms a lost request's timer for ever and the workload would hang")
 CANNOT = {
-    ("media_error", "ahci-hd"): (
-        "the guest's libata runs AHCI disks with NCQ and finds a failed NCQ command by "
-        "reading the NCQ error log (READ LOG EXT page 10h), which QEMU's AHCI does not "
-        "implement"),
     ("timeout", "virtio-blk"): _NO_TIMEOUT_HANDLER,
     ("reset", "virtio-blk"): _NO_TIMEOUT_HANDLER,
 }
 # media_error with writes = true: the front ends whose write error the
-# kernel's handling is derived for (docs/faults.md). An IDE drive reports a
-# failed write as DF and ABRT (0059), which libata retries as a device error
-# (ata_eh_worth_retry()) rather than failing it at once.
+# kernel's handling is derived for (docs/faults.md). An IDE or AHCI drive
+# reports a failed write as DF and ABRT (0059; 0066 in its NCQ error log),
+# which libata retries as a device error (ata_eh_worth_retry()) rather than
+# failing it at once.
 WRITE_ERROR_FRONT_ENDS = ("nvme", "virtio-blk")
 MAX_MS = 1e9  # the library's bound on at_ms and duration_ms
 MAX_RETRY_MS = 1e6
@@ -233,8 +231,9 @@ def parse(path: str, data: dict[str, Any], devices: list, jobs: list, mode: str,
         if (kind == "media_error" and table.get("writes") is True
                 and device.kind not in WRITE_ERROR_FRONT_ENDS):
             raise r.error("writes", f"a write error on {device.kind} (device '{name}') is not "
-                          f"built yet: {', '.join(WRITE_ERROR_FRONT_ENDS)} only (an IDE drive "
-                          "reports it as DF and ABRT, which libata retries as a device error)")
+                          f"built yet: {', '.join(WRITE_ERROR_FRONT_ENDS)} only (an IDE or AHCI "
+                          "drive reports it as DF and ABRT, which libata retries as a device "
+                          "error)")
         allowed = {"media_error": _MEDIA_KEYS, "timeout": _TIMEOUT_KEYS}.get(kind, ())
         for key in _MEDIA_KEYS:
             if key in table and key not in allowed:
