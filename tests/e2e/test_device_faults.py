@@ -32,7 +32,9 @@ The same once under blkgen (continue_on_error, no ignore_error needed).
 The same under blkgen on an IDE and a virtio-blk drive (qemu-patches/0059):
 ERR with UNC, and VIRTIO_BLK_S_IOERR; the application sees EIO, no read is
 retried, libata does not reset (the expectations, from the source, are in
-the tests' docstrings and docs/faults.md).
+the tests' docstrings and docs/faults.md). The same on an AHCI drive under
+a 6.12 and a 6.1 guest, whose NCQ read fails through the drive's NCQ error
+log (qemu-patches/0066), and the 6.12 cell again on a busy host.
 
 A timeout fault on another NVMe drive under a 6.12 and a 6.1 guest with a
 300 ms io_timeout: the kernel's abort, then its controller reset, take the
@@ -353,6 +355,79 @@ def test_media_error_on_virtio_blk_is_ioerr_and_nothing_else(front_media):
     assert len(lines) == min(touched, RATELIMIT_BURST), lines
     assert all(x.startswith(f"I/O error, dev vda, sector {MEDIA_LBA} op 0x0:(READ) ")
                for x in lines), lines
+
+
+def ahci_media_scenario(kernel: str) -> str:
+    """FRONT_MEDIA_SCENARIO's reader and fault on one AHCI drive (NCQ)
+    under a guest of `kernel`."""
+    return ('[scenario]\nname = "media-error-ahci"\nmode = "deterministic"\n'
+            f'timeout_s = 600\nschedulers = ["none"]\n[guest]\nkernel = "{kernel}"\n'
+            "vcpus = 1\nmemory_mib = 512\n"
+            + device("ahci", "ahci-hd", "fixed-10us", size_gib=1)
+            + '\n[[job]]\nname = "r"\nrw = "read"\nbs = "4k"\nsize = "1m"\niodepth = 1\n'
+            'ioengine = "io_uring"\ndirect = true\nruntime = "100ms"\ntime_based = true\n'
+            'continue_on_error = "read"\n'
+            f'\n[[fault]]\ndevice = "ahci"\nkind = "media_error"\nlba_start = {MEDIA_LBA}\n'
+            f"lba_count = {MEDIA_BLOCKS}\n")
+
+
+@pytest.fixture(scope="module")
+def ahci_media_twice(built, tmp_path_factory):
+    return idle_and_busy(tmp_path_factory, "media-error-ahci",
+                         ahci_media_scenario("6.12-amd64"))
+
+
+@pytest.fixture(scope="module")
+def ahci_media(request, tmp_path_factory):
+    """The cells of ahci_media_scenario() per kernel: 6.12's idle run,
+    6.1's run once."""
+    return ata_cells(request, tmp_path_factory, "media-error-ahci", "ahci_media_twice",
+                     ahci_media_scenario)
+
+
+@pytest.mark.parametrize("kernel", ["6.12-amd64", "6.1-amd64"])
+def test_media_error_on_ahci_goes_through_the_ncq_error_log(ahci_media, kernel):
+    """AHCI with NCQ (qemu-patches/0066), expectations from 6.12's and
+    6.1's libahci.c, libata-eh.c, libata-sata.c, libata-scsi.c and
+    scsi_lib.c (docs/faults.md, "On AHCI (NCQ)"): the drive fails READ
+    FPDMA QUEUED with a Set Device Bits FIS with ERR (TFES); libata aborts
+    the port's commands to EH without freezing it, reads the NCQ error log
+    (READ LOG EXT, log 10h), charges the logged tag with UNC, so AC_ERR_MEDIA,
+    does not retry it nor reset. It logs for each failed read, not
+    rate-limited, "exception Emask 0x0 SAct <the tag's bit> SErr 0x0 action
+    0x0", "failed command: READ FPDMA QUEUED" and "error: { UNC }"; sense
+    MEDIUM ERROR with the logged LBA (the request's first), so sd fails the
+    whole request with BLK_STS_IOERR: blkgen sees EIO once per pass, exactly
+    the reads the model failed (none sent again); "Sense Key : Medium Error"
+    and "I/O error, dev sda, sector 800" are rate-limited to 10 per 5 s.
+    Neither READ LOG EXT nor EH's IDENTIFY goes through the model, so the
+    model sees blkgen's reads and, at the halt, sd_shutdown()'s SYNCHRONIZE
+    CACHE (the drive caches writes)."""
+    c = ahci_media(kernel)["ahci.none.r0"]
+    assert c["request"]["kernel"] == kernel
+    touched = check_front_media_error_cell(c, at_halt=1)
+    lines = c["guest"]["kernel_errors"]
+    logged = min(touched, RATELIMIT_BURST)
+    exception = [re.fullmatch(r"ata\d\.00: exception Emask 0x0 SAct (0x[0-9a-f]+) SErr 0x0 "
+                              r"action 0x0", x) for x in lines]
+    sacts = [int(m.group(1), 16) for m in exception if m]
+    failed = [x for x in lines
+              if re.fullmatch(r"ata\d\.00: failed command: READ FPDMA QUEUED", x)]
+    unc = [x for x in lines if re.fullmatch(r"ata\d\.00: error: \{ UNC \}", x)]
+    sense = [x for x in lines if re.fullmatch(
+        r"sd \d+:0:0:0: \[sda\] tag#\d+ Sense Key : Medium Error \[current\] ?", x)]
+    block = [x for x in lines
+             if x.startswith(f"I/O error, dev sda, sector {MEDIA_LBA} op 0x0:(READ) ")]
+    assert len(sacts) == len(failed) == len(unc) == touched, lines
+    assert all(b and b & (b - 1) == 0 for b in sacts), sacts  # one tag in flight
+    assert len(sense) == len(block) == logged, lines
+    assert len(lines) == 3 * touched + 2 * logged, lines
+    assert not [x for x in lines if "reset" in x.lower()], lines
+
+
+def test_media_error_on_ahci_same_bytes_on_a_busy_host(ahci_media_twice):
+    (idle, busy), dirs = ahci_media_twice
+    assert_same_cells(idle, busy, dirs)
 
 
 IO_TIMEOUT_MS = 300  # [queue] io_timeout: ms, blk_queue_rq_timeout()
