@@ -10,10 +10,12 @@
 # compiles nothing another checkout on this machine compiled from the same
 # sources and flags. Paths under the checkout are hashed relative to it
 # (CCACHE_BASEDIR), and the working directory is not hashed
-# (CCACHE_NOHASHDIR): the tree maps the checkout out of debug info and
-# __FILE__ (-ffile-prefix-map, CMakeLists.txt), so an object compiled in
-# another checkout is the same bytes. ccache returns the compiler's own
-# output, so what is built does not change with it.
+# (CCACHE_NOHASHDIR): devmodel's and blkgen's CMakeLists map the checkout
+# and the build tree out of debug info and __FILE__ (-ffile-prefix-map), so
+# an object compiled in another checkout is the same bytes. ccache returns
+# the compiler's own output, so what runs does not change with it. The
+# guest's blkgen is built elsewhere (guest-images/build-root.sh, without
+# ccache) and the QEMU's libdevmodel by qemu-patches/build-qemu.sh.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
