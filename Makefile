@@ -59,7 +59,7 @@ SANITIZE ?=
 
 # Every Debian package blklab needs to build, run and test.
 DEB_PACKAGES := \
-	build-essential cmake ninja-build meson pkg-config flex bison dpkg-dev \
+	build-essential ccache cmake ninja-build meson pkg-config flex bison dpkg-dev \
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
 	busybox-static fio blktrace cpio kmod zstd xz-utils git debootstrap \
 	liburing-dev libaio-dev \
