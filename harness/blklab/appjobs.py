@@ -447,7 +447,7 @@ def script(jobs: tuple[AppJob, ...], servers: Servers = Servers(), faults: bool 
     run = "measured" if faults else "step"
     for i, j in enumerate(jobs):
         if j.app == etcdjob.APP:
-            text += etcdjob.run_script(j.name, i, dict(j.options), "mark")
+            text += etcdjob.run_script(j.name, i, dict(j.init), dict(j.options), "mark")
             continue
         if j.app == "pgbench":
             text += f"step {j.name}-wal-start {_psql(WAL_BYTES_SQL, f'pgbench_{i}')}\n"

@@ -13,8 +13,25 @@ go in [etcd] options):
                             backup file from start to end, over and over,
                             until the puts end; "none": no backup
   options.backup_block_kib  dd's block size in KiB (default 1024)
+  options.start_spread_ms   the puts start after a delay drawn from the
+                            cell's seed, uniform over [0, start_spread_ms)
+                            ms in whole us (default 100: bolt's batch
+                            interval); 0: at once
   init.backup_file_mib      the backup file's size in MiB, written (zeros,
                             conv=fsync) in the prepare step (default 256)
+
+Seeded start (scenarios/etcd-backup.md, "What the seed draws"): in a real
+run neither the backup nor the client's requests wait for the other, so
+the puts meet etcd's 100 ms backend commit and the backup's pass at any
+phase. Each job draws, in the guest, from BLKLAB_SEED and its own index:
+the delay before its first put (the backup, if any, reads meanwhile),
+and, beside a backup, the block of the file its first pass starts at,
+uniform over the file's blocks (later passes start at 0). The draw is
+xorshift32 (Marsaglia 2003: 13, 17, 5), eight rounds from seed + 1 +
+stream x 2654435769 mod 2^32, scaled to [0, n) as x * n / 2^32: shell
+arithmetic in 64 bits without overflow for n < 2^31. The drawn values are
+kept in <job>-seeded.txt and in the cell (`start_delay_us`,
+`backup_skip_blocks`).
 
 Each put is one `busybox wget --post-data` to etcd's gRPC gateway
 (/v3/kv/put, key "blklab", the value base64-coded), a process per put;
@@ -44,11 +61,13 @@ APP = "etcd"
 CLIENT_URL = "http://127.0.0.1:2379"
 # Options of a job (blklab's, see above) and their defaults.
 OPTIONS = {"puts": None, "value_bytes": 256, "backup": "sequential-read",
-           "backup_block_kib": 1024}
+           "backup_block_kib": 1024, "start_spread_ms": 100}
 INIT = {"backup_file_mib": 256}
 BACKUPS = ("sequential-read", "none")
 LIMITS = {"puts": (1, 1_000_000), "value_bytes": (1, 65536), "backup_block_kib": (4, 65536),
-          "backup_file_mib": (1, 65536)}
+          "start_spread_ms": (0, 10_000), "backup_file_mib": (1, 65536)}
+# The streams of job i's draws: 2i + DELAY_STREAM, 2i + SKIP_STREAM.
+DELAY_STREAM, SKIP_STREAM = 0, 1
 # etcd's own flags blklab sets: the member's name, data and URLs.
 SERVER_RESERVED = ("name", "data-dir", "wal-dir", "listen-client-urls", "advertise-client-urls",
                    "listen-peer-urls", "initial-advertise-peer-urls", "initial-cluster",
@@ -112,9 +131,26 @@ def _table(r: Any, key: str, allowed: dict[str, Any], required: tuple[str, ...]
     return tuple(out)
 
 
+# seeded STREAM N: a number in [0, N) drawn from the cell's seed and STREAM
+# (the module's docstring: xorshift32, eight rounds; N < 2^31).
+SEEDED = """seeded() {  # seeded STREAM N: a number in [0, N) from the cell's seed and STREAM
+    x=$(( (BLKLAB_SEED + 1 + $1 * 2654435769) & 4294967295 ))
+    [ $x -ne 0 ] || x=1
+    r=0
+    while [ $r -lt 8 ]; do
+        x=$(( x ^ ((x << 13) & 4294967295) ))
+        x=$(( x ^ (x >> 17) ))
+        x=$(( x ^ ((x << 5) & 4294967295) ))
+        r=$((r + 1))
+    done
+    echo $(( x * $2 >> 32 ))
+}
+"""
+
+
 def server_script(options: tuple[tuple[str, str], ...]) -> str:
     """Starts a one-member etcd with its data on /data, waiting until it
-    answers on its client URL."""
+    answers on its client URL; defines the runs' shell functions."""
     flags = "".join(f" --{k}={v}" for k, v in options)
     return f"""
 # etcd, one member, with its data on the device under test.
@@ -134,12 +170,14 @@ etcd_puts() {{  # etcd_puts N VALUE: N puts of key blklab, one after another
     done
     echo "puts: $n"
 }}
-backup_reads() {{  # backup_reads FILE BS: read FILE over and over until the stop file
+backup_reads() {{  # backup_reads FILE BS SKIP: FILE from block SKIP to its end, then
+    skip=$3       # from its start, over and over, until the stop file
     while [ ! -e /tmp/backup-stop ]; do
-        dd if=$1 of=/dev/null bs=$2 iflag=direct 2> /dev/null || return 1
+        dd if=$1 of=/dev/null bs=$2 skip=$skip iflag=direct 2> /dev/null || return 1
+        skip=0
     done
 }}
-"""
+{SEEDED}"""
 
 
 def prepare_script(name: str, i: int, init: dict[str, str], options: dict[str, str]) -> str:
@@ -149,17 +187,33 @@ def prepare_script(name: str, i: int, init: dict[str, str], options: dict[str, s
             f"count={init['backup_file_mib']} conv=fsync\n")
 
 
-def run_script(name: str, i: int, options: dict[str, str], mark: str) -> str:
-    """The measured run: the backup started, the puts between two marks and
-    two reads of /metrics, the backup stopped after the second mark."""
+def backup_blocks(init: dict[str, str], options: dict[str, str]) -> int:
+    """The backup file's blocks of backup_block_kib (a last partial one
+    counts): the range its first pass's start is drawn from."""
+    kib, block = int(init["backup_file_mib"]) * 1024, int(options["backup_block_kib"])
+    return -(-kib // block)
+
+
+def run_script(name: str, i: int, init: dict[str, str], options: dict[str, str],
+               mark: str) -> str:
+    """The measured run: the seeded start drawn (the module's docstring),
+    the backup started at its drawn block, the delay, the puts between two
+    marks and two reads of /metrics, the backup stopped after the second
+    mark."""
+    spread_us = int(options["start_spread_ms"]) * 1000
     text = (f"v=$(head -c {options['value_bytes']} /dev/zero | tr '\\000' v | base64 -w 0)\n"
-            f"step {name}-metrics-start wget -q -O - {CLIENT_URL}/metrics\n")
+            f"step {name}-metrics-start wget -q -O - {CLIENT_URL}/metrics\n"
+            f"delay=$(seeded {2 * i + DELAY_STREAM} {spread_us})\n"
+            f"echo \"start_delay_us $delay\" > \"$out/{name}-seeded.txt\"\n")
     backup = options["backup"] != "none"
     if backup:
-        text += (f"rm -f /tmp/backup-stop\n"
-                 f"backup_reads /data/backup-{i}.img {options['backup_block_kib']}k "
+        text += (f"skip=$(seeded {2 * i + SKIP_STREAM} {backup_blocks(init, options)})\n"
+                 f"echo \"backup_skip_blocks $skip\" >> \"$out/{name}-seeded.txt\"\n"
+                 f"rm -f /tmp/backup-stop\n"
+                 f"backup_reads /data/backup-{i}.img {options['backup_block_kib']}k $skip "
                  f"> \"$out/{name}-backup.txt\" 2>&1 &\nbackup_pid=$!\n")
-    text += (f"{mark} {name}-start\n"
+    text += ("[ $delay -eq 0 ] || sleep $((delay / 1000000)).$(printf %06d $((delay % 1000000)))\n"
+             f"{mark} {name}-start\n"
              f"step {name}-run etcd_puts {options['puts']} \"$v\"\n"
              f"{mark} {name}-end\n")
     if backup:
@@ -274,6 +328,25 @@ def results(name: str, text: Any, options: dict[str, Any]) -> dict[str, Any]:
         out["run_s"] = round(seconds, 3)
         out["tps"] = round(out["transactions"] / seconds, 3) if seconds > 0 else None
     out["backup"] = options.get("backup")
+    out.update(seeded(text(f"{name}-seeded.txt"), name))
+    return out
+
+
+SEEDED_FIELDS = ("start_delay_us", "backup_skip_blocks")
+
+
+def seeded(text: str, name: str) -> dict[str, int | None]:
+    """The seeded start a job drew (<name>-seeded.txt: "field value"
+    lines): start_delay_us, and backup_skip_blocks (None without a
+    backup)."""
+    out: dict[str, int | None] = dict.fromkeys(SEEDED_FIELDS)
+    for line in text.splitlines():
+        field, _, value = line.partition(" ")
+        if field in out and value.isdigit():
+            out[field] = int(value)
+    if out["start_delay_us"] is None:
+        raise ValueError(f"no start_delay_us line in {name}-seeded.txt: the seeded start "
+                         "was not drawn")
     return out
 
 

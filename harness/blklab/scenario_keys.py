@@ -139,7 +139,8 @@ KEYS: dict[str, Doc] = {
     "job.test": Doc("", "sysbench: the test to run"),
     "job.options": Doc("", "the benchmark's own --options for the run; etcd: puts, "
                        "value_bytes, backup (\"sequential-read\" or \"none\"), "
-                       "backup_block_kib"),
+                       "backup_block_kib, start_spread_ms (the puts start after a delay "
+                       "drawn from the cell's seed, uniform over [0, start_spread_ms) ms)"),
     "job.init": Doc("", "the benchmark's --options for preparing its tables; etcd: "
                     "backup_file_mib, the backup file's size"),
     "<server>.options": Doc("", "the database server's (mariadb, postgresql, etcd) "

@@ -6,6 +6,7 @@ before and after 20 puts on the host, cut to the etcd_disk_* histograms and
 one summary (go_gc_duration_seconds, whose labels are not `le`)."""
 
 import math
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -124,7 +125,8 @@ def _files(puts_line="puts: 20\n"):
             "command-wal-start-uptime.txt": b"10.00\n",
             "command-wal-end-uptime.txt": b"12.50\n",
             "command-wal-start-stat.txt": b"0 0 0 0 0 0 0 0 0 0 0\n",
-            "command-wal-end-stat.txt": b"4 0 10240 8 40 0 320 9 0 7 17\n"}
+            "command-wal-end-stat.txt": b"4 0 10240 8 40 0 320 9 0 7 17\n",
+            "command-wal-seeded.txt": b"start_delay_us 20270\nbackup_skip_blocks 200\n"}
 
 
 def test_a_job_s_results_and_metrics(tmp_path):
@@ -144,6 +146,18 @@ def test_a_job_s_results_and_metrics(tmp_path):
     # 10240 sectors read in 2.5 s: 5 MiB / 2.5 s.
     assert appjobs.metric(entry, "app_backup_mib_s") == pytest.approx(2.0)
     assert appjobs.metric(entry, "app_tps") == 8.0
+    assert entry["start_delay_us"] == 20270 and entry["backup_skip_blocks"] == 200
+
+
+def test_a_job_without_its_seeded_start_is_an_error_of_its_job(tmp_path):
+    s = _load(tmp_path, SCENARIO + ETCD)
+    files = _files()
+    del files["command-wal-seeded.txt"]
+    (entry,) = appjobs.results(s.app_jobs, files)
+    assert "seeded start was not drawn" in entry["error"]
+    no_backup = dict(_files(), **{"command-wal-seeded.txt": b"start_delay_us 0\n"})
+    (entry,) = appjobs.results(s.app_jobs, no_backup)
+    assert entry["start_delay_us"] == 0 and entry["backup_skip_blocks"] is None
 
 
 def test_an_unfinished_put_loop_is_an_error_of_its_job(tmp_path):
@@ -156,7 +170,7 @@ def test_an_unfinished_put_loop_is_an_error_of_its_job(tmp_path):
 def test_the_job_s_options_and_their_defaults(tmp_path):
     (job,) = _load(tmp_path, SCENARIO + ETCD).app_jobs
     assert job.options == (("puts", "50"), ("value_bytes", "256"), ("backup", "sequential-read"),
-                           ("backup_block_kib", "1024"))
+                           ("backup_block_kib", "1024"), ("start_spread_ms", "100"))
     assert job.init == (("backup_file_mib", "256"),)
 
 
@@ -171,13 +185,94 @@ options = {snapshot-count = 5000, quota-backend-bytes = 1073741824}
                for line in lines)
     start, end = lines.index("mark wal-start"), lines.index("mark wal-end")
     assert lines[start + 1] == 'step wal-run etcd_puts 50 "$v"' and end == start + 2
-    # The backup starts before the first mark and stops after the second;
-    # its file is written before anything is measured.
+    # The backup starts before the first mark, at its drawn block (stream
+    # 1 of job 0, over the 256 blocks of 1 MiB of the 256 MiB file), and
+    # stops after the second; the drawn delay (stream 0, under 100 ms)
+    # comes after the backup's start and right before the first mark; the
+    # file is written before anything is measured.
+    assert lines.index("delay=$(seeded 0 100000)") < lines.index("skip=$(seeded 1 256)")
+    assert lines.index("backup_reads /data/backup-0.img 1024k $skip "
+                       '> "$out/wal-backup.txt" 2>&1 &') < lines.index("backup_pid=$!")
+    assert lines[start - 1].startswith("[ $delay -eq 0 ] || sleep ")
     assert lines.index("backup_pid=$!") < start < end < lines.index("touch /tmp/backup-stop")
     assert lines.index("step prepare-sync sync") < start
     assert any(line.startswith("step wal-backup-file dd ") for line in lines)
     no_backup = _load(tmp_path, SCENARIO + ETCD.replace("puts = 50", 'puts = 5, backup = "none"'))
     assert "backup" not in no_backup.jobs[0].command.split("# Prepare")[1]
+    at_once = _load(tmp_path, SCENARIO + ETCD.replace("puts = 50", "puts = 5, start_spread_ms = 0"))
+    assert "delay=$(seeded 0 0)" in at_once.jobs[0].command.splitlines()
+
+
+def test_the_second_job_draws_from_its_own_streams(tmp_path):
+    text = _load(tmp_path, SCENARIO + ETCD + ETCD.replace('"wal"', '"two"').replace(
+        "puts = 50", "puts = 5, backup_block_kib = 768")).jobs[0].command
+    lines = text.splitlines()
+    assert "delay=$(seeded 2 100000)" in lines
+    # 256 MiB in blocks of 768 KiB: 341 whole ones and a last partial one.
+    assert "skip=$(seeded 3 342)" in lines
+
+
+# The shells the draw is run in: the guest's is busybox's ash (the
+# applications' root has no other /bin/sh); the host's sh is checked too,
+# so the draw does not lean on one shell's arithmetic.
+SHELLS = [pytest.param(["busybox", "sh"], id="busybox",
+                       marks=pytest.mark.skipif(shutil.which("busybox") is None,
+                                                reason="no busybox on this host")),
+          pytest.param(["sh"], id="sh")]
+
+
+def _draws(shell, seeds, stream, n):
+    """seeded STREAM N (etcdjob.SEEDED, as the guest runs it) for each seed."""
+    body = etcdjob.SEEDED + (f'for s in {" ".join(map(str, seeds))}; do '
+                             f'BLKLAB_SEED=$s; seeded {stream} {n}; done\n')
+    out = subprocess.run(shell, input=body, text=True, capture_output=True, check=True).stdout
+    return [int(v) for v in out.split()]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_seeded_start_is_a_function_of_the_seed(shell):
+    """The delay and the first block are drawn from the cell's seed alone:
+    the same seed draws the same, seeds 1, 2 and 3 draw three different
+    values, and the two streams of a job differ."""
+    for stream, n in ((etcdjob.DELAY_STREAM, 100_000), (etcdjob.SKIP_STREAM, 256)):
+        once, again = _draws(shell, [1, 2, 3], stream, n), _draws(shell, [1, 2, 3], stream, n)
+        assert once == again
+        assert len(set(once)) == 3, once
+    assert _draws(shell, [1], 0, 100_000) != _draws(shell, [1], 1, 100_000)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_seeded_start_is_bounded_and_spread_over_its_range(shell):
+    """Each draw lies in [0, n), as derived (the delay under
+    start_spread_ms, the block inside the file), and 200 seeds' draws
+    reach both tenths of the range's ends: for uniform draws the chance
+    that none falls in one end's tenth is 0.9^200 < 1e-9."""
+    for stream, n in ((0, 100_000), (1, 256), (3, 342), (0, 10_000_000)):
+        v = _draws(shell, range(200), stream, n)
+        assert all(0 <= x < n for x in v)
+        assert min(v) < n / 10 and max(v) >= n * 9 / 10, (stream, n, min(v), max(v))
+    # The largest seed (2^32 - 1), a late stream and the largest range keep
+    # to 64-bit arithmetic: in range, and both shells agree (below).
+    (big,) = _draws(shell, [2**32 - 1], 41, 10_000_000)
+    assert 0 <= big < 10_000_000
+    assert _draws(shell, [0], 0, 0) == [0]
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox on this host")
+def test_busybox_and_sh_draw_the_same():
+    seeds = [0, 1, 2, 3, 2**31 - 1, 2**32 - 1]
+    for stream, n in ((0, 100_000), (1, 256), (41, 10_000_000)):
+        assert _draws(["busybox", "sh"], seeds, stream, n) == _draws(["sh"], seeds, stream, n)
+
+
+def test_the_delay_is_slept_in_seconds_with_its_microseconds(tmp_path):
+    (job,) = _load(tmp_path, SCENARIO + ETCD).app_jobs
+    (line,) = [x for x in etcdjob.run_script("wal", 0, dict(job.init), dict(job.options),
+                                              "mark").splitlines() if "sleep" in x]
+    for delay, said in ((0, ""), (7, "0.000007"), (99_999, "0.099999"), (1_234_567, "1.234567")):
+        out = subprocess.run(["sh", "-c", f"sleep() {{ echo $1; }}; delay={delay}; {line}"],
+                             text=True, capture_output=True, check=True).stdout
+        assert out.strip() == said
 
 
 @pytest.mark.parametrize("extra, key, message", [
@@ -190,6 +285,12 @@ options = {snapshot-count = 5000, quota-backend-bytes = 1073741824}
      "job[0].options.clients", "not an option of an etcd job"),
     ('[[job]]\nname = "a"\napp = "etcd"\noptions = {puts = 5}\ninit = {backup_file_mib = 0.5}\n',
      "job[0].init.backup_file_mib", "an integer"),
+    ('[[job]]\nname = "a"\napp = "etcd"\noptions = {puts = 5, start_spread_ms = 10001}\n',
+     "job[0].options.start_spread_ms", "an integer from 0 to 10000"),
+    ('[[job]]\nname = "a"\napp = "etcd"\noptions = {puts = 5, start_spread_ms = -1}\n',
+     "job[0].options.start_spread_ms", "an integer from 0 to 10000"),
+    ('[[job]]\nname = "a"\napp = "etcd"\noptions = {puts = 5, start_spread_ms = 2.5}\n',
+     "job[0].options.start_spread_ms", "an integer from 0 to 10000"),
     ('[[job]]\nname = "a"\napp = "etcd"\noptions = {puts = 5}\n[etcd]\noptions = {data-dir = "/x"}\n',
      "etcd.options.data-dir", "is set by blklab"),
 ])

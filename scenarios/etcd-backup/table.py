@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """The page's "Measured" table from one or more runs of etcd-backup: a row
 per etcd job of every cell (scheduler, seed, job): the WAL fdatasyncs, their
-mean, the p99's bucket, the backend commit's mean (with the commit count)
-and the backup's rate, each read from the cell's `workload.apps` as
+mean, the p99's bucket, the backend commit's mean (with the commit count),
+the backup's rate and the start the job drew from the cell's seed (the
+delay before its first put; beside the backup, the block its first pass
+started at), each read from the cell's `workload.apps` as
 `blklab check` reads it (blklab.etcdjob.metric). Rows are sorted by
 scheduler, seed and job, so runs of single seeds make one table.
 
@@ -33,6 +35,13 @@ def p99_bucket(entry: dict) -> str:
     return f"({(lower or 0) / 1e6:g}, {upper / 1e6:g}] ms"
 
 
+def seeded_start(entry: dict) -> str:
+    delay, block = entry.get("start_delay_us"), entry.get("backup_skip_blocks")
+    if delay is None:
+        return "-"
+    return f"{delay / 1000:.3f} ms" + ("" if block is None else f", block {block}")
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -58,9 +67,11 @@ def main() -> None:
                              f"| {scheduler_label(req)} | {req['seed']} | {a['name']} | "
                              f"{fsyncs:,.0f} | {mean / 1e6:.3f} ms | {p99_bucket(a)} | "
                              f"{commit / 1e6:.3f} ms ({commits}) | "
-                             f"{'-' if not backup else f'{backup:,.1f} MiB/s'} |"))
-    print("| cell | seed | job | fdatasyncs | mean | p99 bucket | backend commit mean | backup |")
-    print("|---|---|---|---|---|---|---|---|")
+                             f"{'-' if not backup else f'{backup:,.1f} MiB/s'} | "
+                             f"{seeded_start(a)} |"))
+    print("| cell | seed | job | fdatasyncs | mean | p99 bucket | backend commit mean | backup "
+          "| seeded start |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for *_, line in sorted(rows, key=lambda r: (r[0] != "none", r[0], r[1], r[2])):
         print(line)
 

@@ -37,7 +37,7 @@ RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # cloud-mysql-incident-app (MariaDB and sysbench, 12 cells; make test runs
 # one of them in test_mysql_app.py against the file's own bounds) was
 # measured alone: 867 host seconds (scenarios/cloud-mysql-incident-app.md, "Cost").
-# etcd-backup (6 cells): 528 host seconds (67-118 a cell) on
+# etcd-backup (6 cells): 1,185 host seconds (131-352 a cell) on
 # a loaded machine (scenarios/etcd-backup.md, "Cost").
 LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
                     "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
