@@ -220,11 +220,13 @@ test-full: qemu images apps
 
 # The second supported host: a Debian 13 root, made by debootstrap from this
 # machine's own apt entries and kept in $(BLKLAB_CACHE)/host-debian13, builds
-# a fresh clone of HEAD from source and runs tests/host/debian13.toml; its
+# a fresh clone of HEAD from source (the applications' image too) and runs
+# tests/host/debian13.toml and debian13-app.toml (one MariaDB cell); their
 # cells must be the bytes this host's build gives (tests/host/debian13.sh).
 # Not part of `make test`: QEMU's build in the root alone takes 17-38 min.
+# HOST_DEBIAN13_ARGS: --jobs N (cells in parallel), --fresh-downloads.
 test-host-debian13: deps
-	tests/host/debian13.sh
+	tests/host/debian13.sh $(HOST_DEBIAN13_ARGS)
 
 # The slowest tests are listed so that the time budget can be watched.
 # E2E_WORKERS pytest-xdist workers share the tests out, a module (or a

@@ -3,6 +3,7 @@
 // profile keeps its reference completion times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 

@@ -8,13 +8,19 @@
 #     down), kept in $BLKLAB_CACHE/host-debian13/root and reused.
 #  2. In the root, what the README asks of a fresh machine: `apt-get install
 #     make git`, a fresh `git clone` of this checkout's HEAD, `make deps`,
-#     the builds (`make qemu cmake image`, from source: the root's HOME has
-#     its own ~/.cache/blklab) and the scenario tests/host/debian13.toml
-#     (deterministic, one NVMe SSD on a device model).
-#  3. On the host, in this checkout: `make qemu cmake image` and the same
-#     scenario.
-#  4. tests/host/same_cells.py: the root's cells must be the host's bytes
-#     (all but the host keys), or the check fails naming the first keys.
+#     the builds (`make qemu cmake image apps`, from source: the root's
+#     HOME has its own ~/.cache/blklab) and the two scenarios, both
+#     deterministic: tests/host/debian13.toml (blkgen on one NVMe SSD on a
+#     device model, the four schedulers) and tests/host/debian13-app.toml
+#     (one application cell: MariaDB and sysbench oltp_insert on ext4 made
+#     in the guest, on the applications' image).
+#  3. On the host, in this checkout: `make qemu cmake image apps` and the
+#     same scenarios.
+#  4. tests/host/same_cells.py, per scenario: the root's cells must be the
+#     host's bytes (all but the host keys), the application's own results
+#     included, and built from the same guest image and applications'
+#     image (cache key and SHA-256), or the check fails naming the first
+#     keys.
 #
 # Shared with the root, to save downloads only: the host's
 # ~/.cache/blklab/qemu/downloads (Debian's qemu source package, meson and
@@ -23,10 +29,13 @@
 # before its builds; the builds themselves run from source in the root.
 # --fresh-downloads copies nothing, so the root fetches everything itself.
 #
-# Usage: tests/host/debian13.sh [--fresh-downloads]
+# Usage: tests/host/debian13.sh [--fresh-downloads] [--jobs N]
+#   --jobs N: cells run in parallel on each side (blklab run --jobs;
+#   default one per core).
 # Needs root (debootstrap, chroot, mount), a clean checkout (the root
 # clones HEAD, so uncommitted changes would be checked on one side only).
-# Writes results/host-debian13/<UTC time>/{host,debian13,timings.txt}.
+# Writes results/host-debian13/<UTC time>/timings.txt and the runs
+# {host,debian13}/<scenario>/ (<scenario>: debian13, debian13-app).
 # Environment: BLKLAB_CACHE (default ~/.cache/blklab).
 set -euo pipefail
 
@@ -40,7 +49,7 @@ release=trixie
 # The root's own apt entries: the release and its updates and security suites.
 root_suites=("$release" "$release-updates" "$release-security")
 root=$cache/host-debian13/root
-scenario=tests/host/debian13.toml
+scenarios=(tests/host/debian13.toml tests/host/debian13-app.toml)
 checkout=/root/blklab  # the fresh clone, inside the root
 PYTHON=/usr/bin/python3
 
@@ -50,12 +59,21 @@ die() { log "error: $*"; exit 1; }
 # shellcheck source=../../scripts/debian-apt.sh
 source "$repo/scripts/debian-apt.sh"
 
+usage="usage: $0 [--fresh-downloads] [--jobs N]"
 share_downloads=1
-case "${1:-}" in
-    "") ;;
-    --fresh-downloads) share_downloads=0 ;;
-    *) die "usage: $0 [--fresh-downloads]" ;;
-esac
+jobs_arg=""  # blklab run's --jobs, the same on both sides
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --fresh-downloads) share_downloads=0 ;;
+        --jobs)
+            [[ ${2:-} =~ ^[1-9][0-9]*$ ]] ||
+                die "--jobs takes a whole number of cells, 1 or more (got '${2:-}'); $usage"
+            jobs_arg="--jobs $2"
+            shift ;;
+        *) die "unknown argument '$1'; $usage" ;;
+    esac
+    shift
+done
 
 out=$repo/results/host-debian13/$(date -u +%Y%m%dT%H%M%SZ)
 timings=$out/timings.txt
@@ -220,13 +238,30 @@ share_download_caches() {
     done
 }
 
+# name_of SCENARIO: its file name without .toml, which names its runs.
+name_of() { basename "$1" .toml; }
+
+# The shell line that builds the guest image of each scenario's kernel,
+# run from the checkout's top (the same line on both sides).
+images_line() {
+    local s
+    for s in "${scenarios[@]}"; do
+        # shellcheck disable=SC2016 # $(...) runs where the line runs
+        printf 'make --no-print-directory image KERNEL=$(cd harness && %s -m blklab validate --kernel ../%s) && ' \
+            "$PYTHON" "$s"
+    done
+    echo true
+}
+
 host_side() {
-    local kernel
+    local s
     timed "host: builds" nice -n 19 make -C "$repo" --no-print-directory qemu cmake
-    kernel=$(cd "$repo/harness" && $PYTHON -m blklab validate --kernel "../$scenario")
-    timed "host: image" nice -n 19 make -C "$repo" --no-print-directory image KERNEL="$kernel"
-    timed "host: scenario" bash -c "cd '$repo/harness' &&
-        $PYTHON -m blklab run '../$scenario' --no-report --out '$out/host'"
+    timed "host: image" nice -n 19 bash -euo pipefail -c "cd '$repo' && $(images_line)"
+    timed "host: make apps" nice -n 19 make -C "$repo" --no-print-directory apps
+    for s in "${scenarios[@]}"; do
+        timed "host: $(name_of "$s")" bash -c "cd '$repo/harness' &&
+            $PYTHON -m blklab run '../$s' --no-report $jobs_arg --out '$out/host/$(name_of "$s")'"
+    done
 }
 
 root_side() {
@@ -239,10 +274,12 @@ root_side() {
     [[ $share_downloads -eq 0 ]] || share_download_caches
     timed "root: make qemu" inroot "cd $checkout && make qemu"
     timed "root: make cmake" inroot "cd $checkout && make cmake"
-    timed "root: make image" inroot "cd $checkout && make image KERNEL=\$(cd harness &&
-        /usr/bin/python3 -m blklab validate --kernel ../$scenario)"
-    timed "root: scenario" inroot "cd $checkout/harness &&
-        /usr/bin/python3 -m blklab run ../$scenario --no-report --out $checkout/results/host-debian13"
+    timed "root: make image" inroot "cd $checkout && $(images_line)"
+    timed "root: make apps" inroot "cd $checkout && make apps"
+    for s in "${scenarios[@]}"; do
+        timed "root: $(name_of "$s")" inroot "cd $checkout/harness &&
+            $PYTHON -m blklab run ../$s --no-report $jobs_arg --out $checkout/results/host-debian13/$(name_of "$s")"
+    done
     cp -a "$root$checkout/results/host-debian13" "$out/debian13"
     unmount_all
 }
@@ -261,8 +298,11 @@ main() {
     # cached by then (make test made it).
     root_side
     host_side
-    "$here/same_cells.py" "$out/host" "$out/debian13" --names "Debian 12 host,Debian 13 root" ||
-        rc=1
+    for s in "${scenarios[@]}"; do
+        log "$s: the Debian 13 root's cells against the host's"
+        "$here/same_cells.py" "$out/host/$(name_of "$s")" "$out/debian13/$(name_of "$s")" \
+            --names "Debian 12 host,Debian 13 root" || rc=1
+    done
     log "runs in $out"
     [[ $rc -eq 0 ]] || die "the Debian 13 root's cells differ from the host's (above)"
 }

@@ -1,7 +1,9 @@
 """same_cells.py, the verdict of make test-host-debian13, on made-up runs:
 it passes only when the cells agree apart from the host keys, and fails
-on a guest-side difference, a missing cell, a failed or idle cell, or a
-console that differs before the guest finished."""
+on a guest-side difference (an application job's results among them), a
+different applications' image, a missing cell, a failed or idle cell, an
+application job without transactions, or a console that differs before
+the guest finished."""
 
 import copy
 import json
@@ -69,3 +71,62 @@ def test_consoles_must_agree_until_the_guest_is_done(tmp_path):
     before = write_run(tmp_path / "c", [cell()], CONSOLE.replace("6.1", "6.12"))
     p = verdict(a, before)
     assert p.returncode == 1 and "console logs differ" in p.stdout
+
+
+APPS_IMAGE = {"hash": "4b6336070975f028", "squashfs_sha256": "3759" * 16,
+              "squashfs_bytes": 134541312, "versions": {"sysbench": "1.0.20+ds-5"}}
+
+
+def app_cell() -> dict:
+    c = cell("gp3.none.seed=1.r0")
+    c["image"] = {"kernel": "6.12-amd64", "hash": "63ac66e9af185f52",
+                  "initramfs_sha256": "1a7a" * 16}
+    c["host"]["apps_image"] = copy.deepcopy(APPS_IMAGE)
+    c["workload"] = {"apps": [{"name": "insert", "app": "sysbench", "test": "oltp_insert",
+                               "transactions": 1430, "tps": 714.28,
+                               "latency_ms": {"percentiles": {"99": 3.364}}}]}
+    return c
+
+
+def test_an_application_cell_passes_naming_its_results_and_both_images(tmp_path):
+    other = app_cell()
+    other["host"]["wall_s"] = 99.0
+    p = verdict(write_run(tmp_path / "a", [app_cell()]), write_run(tmp_path / "b", [other]))
+    assert p.returncode == 0, p.stdout
+    assert ("application job insert (sysbench oltp_insert) the same in both: "
+            "1430 transactions, tps 714.28, p99 3.364 ms") in p.stdout
+    assert ("guest image 6.12-amd64 63ac66e9af185f52 (initramfs sha256 " + "1a7a" * 16
+            in p.stdout)
+    assert ("applications' image 4b6336070975f028 (squashfs sha256 " + "3759" * 16
+            + ", 134541312 bytes)") in p.stdout
+
+
+def test_an_application_s_own_result_that_differs_fails(tmp_path):
+    other = app_cell()
+    other["workload"]["apps"][0]["latency_ms"]["percentiles"]["99"] = 3.4
+    p = verdict(write_run(tmp_path / "a", [app_cell()]), write_run(tmp_path / "b", [other]))
+    assert p.returncode == 1
+    assert "workload.apps[0].latency_ms.percentiles.99: A 3.364, B 3.4" in p.stdout
+
+
+def test_another_applications_image_fails_though_it_sits_under_host(tmp_path):
+    a = write_run(tmp_path / "a", [app_cell()])
+    other = app_cell()
+    other["host"]["apps_image"]["squashfs_sha256"] = "0" * 64
+    p = verdict(a, write_run(tmp_path / "b", [other]))
+    assert p.returncode == 1 and "host.apps_image.squashfs_sha256: A " in p.stdout
+    without = app_cell()
+    del without["host"]["apps_image"]
+    p = verdict(a, write_run(tmp_path / "c", [without]))
+    assert p.returncode == 1 and 'host.apps_image: A {"hash"' in p.stdout
+
+
+def test_an_application_job_without_transactions_fails_on_both_sides(tmp_path):
+    idle = app_cell()
+    idle["workload"]["apps"][0]["transactions"] = 0
+    p = verdict(write_run(tmp_path / "a", [idle]), write_run(tmp_path / "b", [idle]))
+    assert p.returncode == 1 and "application job insert ran no transaction" in p.stdout
+    broken = app_cell()
+    broken["workload"]["apps"][0] = {"name": "insert", "error": "no report"}
+    p = verdict(write_run(tmp_path / "c", [broken]), write_run(tmp_path / "d", [broken]))
+    assert p.returncode == 1 and "ran no transaction: no report" in p.stdout
