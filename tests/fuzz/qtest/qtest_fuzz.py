@@ -50,7 +50,7 @@ from blkfuzz.ahci import Ahci                    # noqa: E402
 from blkfuzz.ide import Ide                      # noqa: E402
 from blkfuzz.nvme import Nvme                    # noqa: E402
 from blkfuzz.virtio_blk import VirtioBlk         # noqa: E402
-from blkfuzz.qtest import BUSY_SHARE, QemuGone, QTestVM, cpu_share  # noqa: E402
+from blkfuzz.qtest import BUSY_SHARE, QemuGone, QTestVM, busy_share  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -350,12 +350,13 @@ def cmd_selftest(args):
                {"hang"})
 
     # 4. The busy-loop check's measure: a process spinning on the CPU and
-    # one asleep (run_input() below shows an idle QEMU is not "busy").
+    # one asleep, whatever else the host runs (run_input() below shows an
+    # idle QEMU is not "busy").
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     nap = subprocess.Popen(["sleep", "30"])
     try:
         time.sleep(0.2)
-        busy, idle = cpu_share(spin.pid, 1.0), cpu_share(nap.pid, 1.0)
+        busy, idle = busy_share(spin.pid, 1.0), busy_share(nap.pid, 1.0)
     finally:
         spin.kill()
         nap.kill()
@@ -363,8 +364,8 @@ def cmd_selftest(args):
         nap.wait()
     good = busy >= BUSY_SHARE > idle
     ok &= good
-    print(f"{'ok  ' if good else 'FAIL'} CPU share of a spinning process {busy:.0%}, "
-          f"of a sleeping one {idle:.0%} (busy from {BUSY_SHARE:.0%})")
+    print(f"{'ok  ' if good else 'FAIL'} time wanting a CPU: a spinning process {busy:.0%}, "
+          f"a sleeping one {idle:.0%} (busy from {BUSY_SHARE:.0%})")
 
     # 5. A timer that re-arms itself forever is "busy" however long QEMU
     # gets to settle: the PIT as a rate generator with a count of 2, due
