@@ -498,7 +498,7 @@ bool Ftl::CollectOne(std::uint32_t die) {
   return true;
 }
 
-std::uint32_t Ftl::PickVictim(std::uint32_t die) {
+std::uint32_t Ftl::FindVictim(std::uint32_t die) const {
   const Die& d = dies_[die];
   const std::uint64_t* group_min = &group_min_[std::size_t{die} * groups_per_die_];
   std::uint32_t group = 0;
@@ -513,6 +513,12 @@ std::uint32_t Ftl::PickVictim(std::uint32_t die) {
   if (d.free.empty() && gc_room < valid) return kNoBlock;
   std::uint32_t b = die * g_.blocks_per_die + (group << kGroupShift);
   while (blocks_[b].key != key) ++b;  // keys of closed blocks are unique
+  return b;
+}
+
+std::uint32_t Ftl::PickVictim(std::uint32_t die) {
+  const std::uint32_t b = FindVictim(die);
+  if (b == kNoBlock) return kNoBlock;
   blocks_[b].key |= kNotClosed;
   RecomputeGroupMin(b);
   return b;

@@ -247,6 +247,9 @@ class Ftl {
   void DispatchHostProgram(std::uint32_t die);
   inline bool GcPlace(std::uint32_t die, std::uint32_t lpn);
   std::uint32_t GcPlaceCounts(std::uint32_t die, std::uint32_t units);
+  // The closed block GC would collect next on `die`; kNoBlock if none is
+  // worth it. PickVictim claims it (no longer closed) for collection.
+  std::uint32_t FindVictim(std::uint32_t die) const;
   std::uint32_t PickVictim(std::uint32_t die);  // kNoBlock if none worth it
 
   FtlGeometry g_;
