@@ -609,16 +609,28 @@ bool Ftl::CheckConsistency(std::string* error) const {
                   std::to_string(mapped[b]));
     }
   }
+  // A group minimum is what FindVictim needs: the smallest key among the
+  // group's closed blocks, exactly, or a value with kNotClosed set ("no
+  // victim here") when none is closed. Keys of free, open and collected
+  // blocks are not tracked: they rise as units are programmed and fall when
+  // a victim is erased, with no update; and a group in which no block has
+  // closed yet keeps the initial all-ones. Closed keys only fall (Restamp
+  // lowers the minimum with them) and a block leaves the closed set only as a
+  // victim (PickVictim recomputes), so closed blocks are covered exactly.
   for (std::uint32_t die = 0; die < g_.dies; ++die) {
     for (std::uint32_t grp = 0; grp < groups_per_die_; ++grp) {
       const std::uint32_t first = die * g_.blocks_per_die + (grp << kGroupShift);
       const std::uint32_t end =
           std::min(first + (1u << kGroupShift), (die + 1) * g_.blocks_per_die);
-      std::uint64_t m = ~std::uint64_t{0};
-      for (std::uint32_t b = first; b < end; ++b) m = std::min(m, blocks_[b].key);
-      if (group_min_[die * groups_per_die_ + grp] != m) {
+      std::uint64_t closed_min = kNotClosed;  // above every closed key
+      for (std::uint32_t b = first; b < end; ++b) {
+        if ((blocks_[b].key & kNotClosed) == 0) closed_min = std::min(closed_min, blocks_[b].key);
+      }
+      const std::uint64_t m = group_min_[die * groups_per_die_ + grp];
+      if (closed_min != kNotClosed ? m != closed_min : (m & kNotClosed) == 0) {
         return fail("die " + std::to_string(die) + " group " + std::to_string(grp) +
-                    ": stale minimum");
+                    ": stale minimum " + std::to_string(m) + ", smallest closed key " +
+                    (closed_min != kNotClosed ? std::to_string(closed_min) : "none"));
       }
     }
   }
