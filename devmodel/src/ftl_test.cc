@@ -366,6 +366,24 @@ std::uint64_t SmallestKey(const Ftl& ftl, std::uint32_t die, std::uint32_t group
   return m;
 }
 
+// Greedy victim by brute force over every block of the die: the closed block
+// with the smallest key (fewest valid units, then the most recent change),
+// unless it is full (no gain) or its units would not fit (no free block and
+// less room in the open GC block).
+std::uint32_t BruteForceVictim(const Ftl& ftl, std::uint32_t die) {
+  const FtlGeometry& g = ftl.geometry();
+  std::uint32_t best = Ftl::kNoBlock;
+  for (std::uint32_t b = die * g.blocks_per_die; b < (die + 1) * g.blocks_per_die; ++b) {
+    if (!FtlTestPeer::Closed(ftl, b)) continue;
+    if (best == Ftl::kNoBlock || FtlTestPeer::Key(ftl, b) < FtlTestPeer::Key(ftl, best)) best = b;
+  }
+  if (best == Ftl::kNoBlock) return best;
+  const std::uint32_t valid = FtlTestPeer::Valid(FtlTestPeer::Key(ftl, best));
+  if (valid >= g.slots_per_block) return Ftl::kNoBlock;
+  if (ftl.free_blocks(die) == 0 && FtlTestPeer::GcRoom(ftl, die) < valid) return Ftl::kNoBlock;
+  return best;
+}
+
 // One operation of a seeded random sequence: a write (80%), a trim (12%),
 // a flush (2%), an incremental GC step of up to 23 moves (4%, the erase
 // alone half the time) or a whole collection (2%) on a random die.
@@ -483,6 +501,87 @@ TEST(FtlTest, ConsistencyCheckRejectsWrongGroupMinima) {
     EXPECT_NE(error.find(where), std::string::npos) << c.what << ": " << error;
     group_min = kept;
     EXPECT_TRUE(c.ftl->CheckConsistency(&error)) << c.what << ", restored: " << error;
+  }
+}
+
+// Checks the victim search against BruteForceVictim on every die at each
+// physical operation the FTL reports (host program, GC program, erase):
+// these are the points right before GC picks a victim.
+class VictimChecker final : public FtlListener {
+ public:
+  void set_ftl(const Ftl* ftl) { ftl_ = ftl; }
+  void OnHostProgram(std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
+                     std::uint32_t) override {
+    Check("host program");
+  }
+  void OnGcProgram(std::uint32_t, std::uint32_t) override { Check("GC program"); }
+  void OnErase(std::uint32_t) override { Check("erase"); }
+  void Check(const char* when) {
+    for (std::uint32_t die = 0; die < ftl_->geometry().dies; ++die) {
+      // The search scans a group for the block holding its minimum: only
+      // run it on minima that hold one (else it would read past the group).
+      if (!MinimaHold(die)) {
+        if (mismatches_++ < 5) ADD_FAILURE() << "at " << when << ", die " << die << ": minima";
+        continue;
+      }
+      const std::uint32_t found = FtlTestPeer::FindVictim(*ftl_, die);
+      const std::uint32_t expected = BruteForceVictim(*ftl_, die);
+      ++checks_;
+      if (expected != Ftl::kNoBlock) ++checks_with_victim_;
+      if (found != expected && mismatches_++ < 5) {
+        ADD_FAILURE() << "at " << when << " (check " << checks_ << "), die " << die
+                      << ": search finds block " << found << ", brute force " << expected;
+      }
+    }
+  }
+  std::uint64_t checks_ = 0, checks_with_victim_ = 0, mismatches_ = 0;
+
+ private:
+  // Each group minimum of `die` is the smallest closed key of its group, or
+  // has the not-closed bit (63) set where no block of the group is closed.
+  bool MinimaHold(std::uint32_t die) const {
+    const FtlGeometry& g = ftl_->geometry();
+    for (std::uint32_t grp = 0; grp < FtlTestPeer::GroupsPerDie(*ftl_); ++grp) {
+      std::uint64_t closed = ~std::uint64_t{0};
+      for (std::uint32_t b = die * g.blocks_per_die + grp * 64; b < GroupEnd(g, die, grp); ++b) {
+        if (FtlTestPeer::Closed(*ftl_, b)) closed = std::min(closed, FtlTestPeer::Key(*ftl_, b));
+      }
+      const std::uint64_t m = FtlTestPeer::GroupMin(*ftl_, die, grp);
+      if (closed != ~std::uint64_t{0} ? m != closed : (m >> 63) == 0) return false;
+    }
+    return true;
+  }
+
+  const Ftl* ftl_ = nullptr;
+};
+
+// Victim choice against a brute-force minimum over all closed blocks, after
+// every operation of a seeded random sequence: writes, trims, flushes,
+// incremental and whole GC steps, and at every program and erase inside them.
+TEST(FtlTest, VictimIsTheBruteForceMinimumAfterEveryOperation) {
+  for (const FtlGeometry& g : {SmallGeometry(2, 24), SmallGeometry(2, 150)}) {
+    VictimChecker checker;
+    Ftl ftl(g, &checker);
+    checker.set_ftl(&ftl);
+    Rng rng(11);
+    std::string error;
+    for (int i = 0; i < 60000; ++i) {
+      RandomOperation(ftl, rng);
+      checker.Check("after an operation");
+      if (i % 16 == 0) {
+        ASSERT_TRUE(ftl.CheckConsistency(&error)) << "op " << i << ": " << error;
+      }
+    }
+    printf(
+        "[ measured ] %u blocks per die: %llu victim searches checked (%llu with a victim), "
+        "%llu erases\n",
+        g.blocks_per_die, static_cast<unsigned long long>(checker.checks_),
+        static_cast<unsigned long long>(checker.checks_with_victim_),
+        static_cast<unsigned long long>(ftl.counters().erases));
+    EXPECT_EQ(checker.mismatches_, 0u);
+    EXPECT_GT(ftl.counters().erases, 2000u) << g.blocks_per_die;
+    EXPECT_GT(checker.checks_with_victim_, checker.checks_ / 2) << g.blocks_per_die;
+    EXPECT_TRUE(ftl.CheckConsistency(&error)) << error;
   }
 }
 
