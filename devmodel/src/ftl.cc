@@ -498,7 +498,7 @@ bool Ftl::CollectOne(std::uint32_t die) {
   return true;
 }
 
-std::uint32_t Ftl::PickVictim(std::uint32_t die) {
+std::uint32_t Ftl::FindVictim(std::uint32_t die) const {
   const Die& d = dies_[die];
   const std::uint64_t* group_min = &group_min_[std::size_t{die} * groups_per_die_];
   std::uint32_t group = 0;
@@ -513,6 +513,12 @@ std::uint32_t Ftl::PickVictim(std::uint32_t die) {
   if (d.free.empty() && gc_room < valid) return kNoBlock;
   std::uint32_t b = die * g_.blocks_per_die + (group << kGroupShift);
   while (blocks_[b].key != key) ++b;  // keys of closed blocks are unique
+  return b;
+}
+
+std::uint32_t Ftl::PickVictim(std::uint32_t die) {
+  const std::uint32_t b = FindVictim(die);
+  if (b == kNoBlock) return kNoBlock;
   blocks_[b].key |= kNotClosed;
   RecomputeGroupMin(b);
   return b;
@@ -603,16 +609,28 @@ bool Ftl::CheckConsistency(std::string* error) const {
                   std::to_string(mapped[b]));
     }
   }
+  // A group minimum is what FindVictim needs: the smallest key among the
+  // group's closed blocks, exactly, or a value with kNotClosed set ("no
+  // victim here") when none is closed. Keys of free, open and collected
+  // blocks are not tracked: they rise as units are programmed and fall when
+  // a victim is erased, with no update; and a group in which no block has
+  // closed yet keeps the initial all-ones. Closed keys only fall (Restamp
+  // lowers the minimum with them) and a block leaves the closed set only as a
+  // victim (PickVictim recomputes), so closed blocks are covered exactly.
   for (std::uint32_t die = 0; die < g_.dies; ++die) {
     for (std::uint32_t grp = 0; grp < groups_per_die_; ++grp) {
       const std::uint32_t first = die * g_.blocks_per_die + (grp << kGroupShift);
       const std::uint32_t end =
           std::min(first + (1u << kGroupShift), (die + 1) * g_.blocks_per_die);
-      std::uint64_t m = ~std::uint64_t{0};
-      for (std::uint32_t b = first; b < end; ++b) m = std::min(m, blocks_[b].key);
-      if (group_min_[die * groups_per_die_ + grp] != m) {
+      std::uint64_t closed_min = kNotClosed;  // above every closed key
+      for (std::uint32_t b = first; b < end; ++b) {
+        if ((blocks_[b].key & kNotClosed) == 0) closed_min = std::min(closed_min, blocks_[b].key);
+      }
+      const std::uint64_t m = group_min_[die * groups_per_die_ + grp];
+      if (closed_min != kNotClosed ? m != closed_min : (m & kNotClosed) == 0) {
         return fail("die " + std::to_string(die) + " group " + std::to_string(grp) +
-                    ": stale minimum");
+                    ": stale minimum " + std::to_string(m) + ", smallest closed key " +
+                    (closed_min != kNotClosed ? std::to_string(closed_min) : "none"));
       }
     }
   }

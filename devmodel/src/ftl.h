@@ -10,8 +10,9 @@
 // block from a huge-page pool, the L2P map (sparse_map.h), and 16 bytes of
 // metadata per block plus 8 bytes per 64 blocks.
 // Victim choice: each block has a 64-bit key (valid count, then recency) that
-// only decreases while the block is closed, so a per-group-of-64 minimum is
-// kept in O(1) and a victim costs one scan of the group minima.
+// only decreases while the block is closed, so a per-group-of-64 minimum over
+// closed blocks is kept in O(1) and a victim costs one scan of the group
+// minima.
 // Thread-safety: none.
 #ifndef DEVMODEL_SRC_FTL_H_
 #define DEVMODEL_SRC_FTL_H_
@@ -173,7 +174,8 @@ class Ftl {
 
   // Checks every invariant linking L2P, P2L and block metadata (every mapped
   // unit sits in a non-free block whose P2L names it back, valid counts match,
-  // group minima are exact). O(capacity): for tests. False + *error if broken.
+  // each group minimum is its closed blocks' smallest key, or marks a group
+  // with none closed). O(capacity): for tests. False + *error if broken.
   bool CheckConsistency(std::string* error) const;
   // Valid units of every closed block (for statistics in tests).
   std::vector<std::uint32_t> ClosedBlockValidCounts() const;
@@ -182,6 +184,8 @@ class Ftl {
   void set_recency_clock_for_testing(std::uint64_t clock) { clock_ = clock; }
 
  private:
+  friend class FtlTestPeer;  // ftl_test.cc: block keys and group minima
+
   // Block key: kNotClosed while free, open or being collected; valid units in
   // bits 40..62; (kStampMask - stamp of the last change) in bits 0..39, so the
   // smallest key of a closed block is the greedy victim, most recent first.
@@ -247,6 +251,9 @@ class Ftl {
   void DispatchHostProgram(std::uint32_t die);
   inline bool GcPlace(std::uint32_t die, std::uint32_t lpn);
   std::uint32_t GcPlaceCounts(std::uint32_t die, std::uint32_t units);
+  // The closed block GC would collect next on `die`; kNoBlock if none is
+  // worth it. PickVictim claims it (no longer closed) for collection.
+  std::uint32_t FindVictim(std::uint32_t die) const;
   std::uint32_t PickVictim(std::uint32_t die);  // kNoBlock if none worth it
 
   FtlGeometry g_;
