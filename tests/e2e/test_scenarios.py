@@ -39,11 +39,13 @@ RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # measured alone: 867 host seconds (scenarios/cloud-mysql-incident-app.md, "Cost").
 # etcd-backup (6 cells): 1,185 host seconds (131-352 a cell) on
 # a loaded machine (scenarios/etcd-backup.md, "Cost").
+# database-tuning-claims (MariaDB and sysbench, 12 cells; lab 13):
+# scenarios/database-tuning-claims.md, "Cost".
 LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
                     "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
                     "cloud-mysql-incident-fio", "cloud-mysql-incident-flusher",
                     "cloud-mysql-incident-app", "postgres-checkpoint",
-                    "mariadb-media-error", "etcd-backup"}
+                    "mariadb-media-error", "etcd-backup", "database-tuning-claims"}
 assert LONG_SHORT_FORMS <= set(SCENARIOS), LONG_SHORT_FORMS - set(SCENARIOS)
 
 _runs: dict[str, Path] = {}
