@@ -58,7 +58,7 @@ FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
 # The marks (run --marks) that are a fault path: the device model's fault
 # events, an NVMe Unrecovered Read Error or Write Fault, CSTS.CFS, an IDE
-# error register with UNC, a virtio-blk media error.
+# error register with UNC, a virtio-blk or AHCI NCQ media error.
 FAULT_MARK = re.compile(r"^device_model_(?!origin)|status 0x28[01]$|csts cfs|"
                         r"^ide error 0x[4-7][0-9a-f] |media error")
 INPUT_BEGIN = "----- failing input (zlib, base64) -----"
