@@ -213,7 +213,7 @@ test-qtest:
 # The qtests and a short scenario (tests/e2e/test_sanitizers.py, skipped
 # without BLKLAB_SANITIZE_E2E=1) on the sanitizer QEMU; the runtime options and
 # the report lines that fail a run are in tests/sanitizers.env.
-test-sanitize-qemu: qemu-asan image
+test-sanitize-qemu: qemu-asan image cmake
 	BLKLAB_QEMU_DIR=$(BUILD)/qemu-asan tests/qtest/run-qtests.sh
 	BLKLAB_SANITIZE_E2E=1 $(PYTHON) -m pytest -q tests/e2e/test_sanitizers.py
 

@@ -120,9 +120,10 @@ def test_report_pattern_matches_real_report_lines():
 def sanitized_run(asan_qemu, tmp_path_factory):
     """Runs SCENARIO with BLKLAB_BUILD pointing at an overlay whose qemu is
     the sanitizer build (the guest image and devmodel-info are the usual)."""
-    for p in (DEFAULT_IMAGE / "image.json", REPO / "build/cmake/devmodel/devmodel-info"):
+    for p, target in ((DEFAULT_IMAGE / "image.json", "image"),
+                      (REPO / "build/cmake/devmodel/devmodel-info", "cmake")):
         if not p.exists():
-            pytest.fail(f"{p} missing: run 'make image' first")
+            pytest.fail(f"{p} missing: run 'make {target}' first")
     tmp = tmp_path_factory.mktemp("sanitize")
     build = tmp / "build"
     build.mkdir()

@@ -81,3 +81,15 @@ def test_same_header_same_profile(tmp_path, monkeypatch):
     assert a.header.profile_path() == b.header.profile_path()
     assert a.header.fault_args() == ["-device", "blklab-jobpoint"]
     assert Nvme(bytes(16)).header.fault_args() == []
+
+
+def test_fuzzer_counts_the_kind_each_header_draws():
+    from blkfuzz import fuzzinput, runner
+    header = bytes([0] * 12 + [17, 0, 4, 0])       # an NVMe timeout
+    assert runner.fault_kind(Nvme, fuzzinput.Input(header, [])) == "timeout"
+    assert runner.fault_kind(Nvme, fuzzinput.Input(bytes(16), [])) == "none"
+    # The same drawing as the family's own: over a sample of headers the
+    # tally matches what each family instance chose.
+    for family, inst in ((f, i) for f in FAMILIES for i in sample(f)[:200]):
+        kind = inst.header.fault.kind if inst.header.fault else "none"
+        assert runner.fault_kind(family, fuzzinput.Input(inst.header.raw, [])) == kind

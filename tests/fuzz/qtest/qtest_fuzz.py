@@ -58,7 +58,7 @@ FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
 # The marks (run --marks) that are a fault path: the device model's fault
 # events, an NVMe Unrecovered Read Error or Write Fault, CSTS.CFS, an IDE
-# error register with UNC, a virtio-blk media error.
+# error register with UNC, a virtio-blk or AHCI NCQ media error.
 FAULT_MARK = re.compile(r"^device_model_(?!origin)|status 0x28[01]$|csts cfs|"
                         r"^ide error 0x[4-7][0-9a-f] |media error")
 INPUT_BEGIN = "----- failing input (zlib, base64) -----"
@@ -227,12 +227,18 @@ def cmd_fuzz(args):
     fam = FAMILIES[args.family]
     n, failures, seeds = replay(args, fam)
     print(f"fuzz {args.family}: {n} checked-in inputs, {failures} fail")
-    fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds,
-                       args.seed if args.seed is not None else time.time_ns(),
+    seed = args.seed if args.seed is not None else time.time_ns()
+    print(f"fuzz {args.family}: seed {seed}")
+    fz = runner.Fuzzer(fam, args.qemu, out_dir(args.family), seeds, seed,
                        args.timeout, max_records=args.max_records)
     fz.run(args.seconds, stop_on_failure=False, minimize_s=args.minimize_seconds)
     print(f"fuzz {args.family}: {fz.runs} runs, {len(fz.seen)} trace-event "
           f"pairs, {len(fz.failures)} distinct failures")
+    print(f"fuzz {args.family}: runs by fault kind: " + ", ".join(
+        f"{kind} {n}" for kind, n in sorted(fz.fault_kinds.items())))
+    print(f"fuzz {args.family}: runs by fault path reached: " + (", ".join(
+        f"{mark} {n}" for mark, n in sorted(fz.marks.items())
+        if FAULT_MARK.search(mark)) or "none"))
     for sig, path in fz.failures.items():
         print(f"  {sig}\n    {path}")
     return 1 if fz.failures or failures else 0

@@ -17,6 +17,7 @@ none), 2 an ide-cd without medium (or nothing); 3-5 are empty.
 """
 
 import random
+import re
 
 from .common import (GUEST_RAM, PCI_MMIO_BASE, PROFILE_DIR, PROFILES,
                      Family, PciDev, profile_capacity)
@@ -102,6 +103,16 @@ class Ahci(Family):
         if self.cdrom:
             args += ["-device", "ide-cd,bus=ahci0.2,id=cd0"]
         return args
+
+    # An NCQ command the model failed with a media error, which the drive
+    # records in its NCQ Command Error log (qemu-patches/0066), and the
+    # other NCQ commands it aborts for it then.
+    NCQ_MARKS = {"ncq_media_error": "ahci ncq media error",
+                 "ncq_abort": "ahci ncq media error aborted a command"}
+
+    def marks(self, trace_text):
+        return {mark for event, mark in self.NCQ_MARKS.items()
+                if re.search(rf"^(?:\d+@[0-9.]+:)?{event} ", trace_text, re.M)}
 
     def describe(self):
         return (f"{self.header.describe()} ncq-depth={self.ncq_depth} "

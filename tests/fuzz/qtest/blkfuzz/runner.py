@@ -9,6 +9,7 @@ coverage: an input that adds pairs joins the in-memory corpus that mutation
 draws from. That is all the feedback there is; QEMU is not instrumented.
 """
 
+import collections
 import dataclasses
 import hashlib
 import os
@@ -197,6 +198,14 @@ def minimize(family_cls, inp, qemu, workdir, signature, budget_s, timeout,
     return best
 
 
+def fault_kind(family_cls, inp):
+    """The fault kind `inp`'s header draws for the family's drive under
+    test, or "none"."""
+    header = Header(inp.header)
+    header.set_fault(family_cls.DEVICE_KIND)
+    return header.fault.kind if header.fault else "none"
+
+
 class Fuzzer:
     """Generates and mutates inputs for `seconds`, starting from `seeds`
     (inputs already replayed). Failing inputs are written to `out` as
@@ -225,6 +234,11 @@ class Fuzzer:
         # seed give the same inputs every time.
         self.feedback = feedback
         self.inputs_sha1 = hashlib.sha1()   # of every input tried, in order
+        # How many runs drew each fault kind from their header ("none": no
+        # fault), so a report can say which fault paths the runs tried.
+        self.fault_kinds = collections.Counter()
+        # How many runs reached each fault path (Result.marks, with feedback).
+        self.marks = collections.Counter()
 
     def next_input(self):
         r = self.rng
@@ -284,10 +298,12 @@ class Fuzzer:
         while (self.runs < runs) if runs is not None else (time.monotonic() < end):
             inp = self.next_input()
             self.inputs_sha1.update(inp.to_bytes())
+            self.fault_kinds[fault_kind(self.family_cls, inp)] += 1
             result = run_confirmed(self.family_cls, inp, self.qemu,
                                    self.out / "work", self.timeout,
                                    coverage=self.feedback)
             self.runs += 1
+            self.marks.update(result.marks)
             new = self.note_coverage(inp, result) if self.feedback else 0
             if not result.verdict.ok:
                 path = self.record_failure(inp, result, minimize_s)
