@@ -1,6 +1,8 @@
 # blklab: build, run and test. See README.md.
 #
-#   make scenario [SCENARIO=name]   build what is missing, run scenarios/<name>.toml
+#   make scenario [SCENARIO=name] [RUN_ARGS=...]
+#                                   build what is missing, run scenarios/<name>.toml
+#                                   (RUN_ARGS: blklab run's options, e.g. "--jobs 1 --short")
 #   make test                       build everything and run every test
 #   make test-full                  run and check every scenario's full form (hours)
 #   make test-host-debian13         the same cells from a Debian 13 root's build (1-1.5 h)
@@ -23,6 +25,7 @@ KERNEL ?= amd64
 # the one flavour without a driver (AHCI) that test_flavours.py is refused.
 IMAGES := amd64 cloud-amd64 rt-amd64 6.1-amd64 6.1-cloud-amd64 5.10-amd64
 SCENARIO ?= default
+RUN_ARGS ?=
 JOBS ?= $(shell nproc)
 export BLKLAB_CACHE
 # Fuzzing (libFuzzer, clang) and sanitizer (ASan + UBSan) trees, apart from
@@ -129,7 +132,7 @@ apps: deps
 scenario: qemu blkgen
 	@kernel=$$(cd harness && $(PYTHON) -m blklab validate --kernel ../scenarios/$(SCENARIO).toml) && \
 	    $(MAKE) --no-print-directory image KERNEL=$$kernel
-	cd harness && $(PYTHON) -m blklab run ../scenarios/$(SCENARIO).toml
+	cd harness && $(PYTHON) -m blklab run $(RUN_ARGS) ../scenarios/$(SCENARIO).toml
 
 test: qemu images apps
 	$(MAKE) test-unit
