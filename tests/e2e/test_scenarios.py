@@ -25,15 +25,15 @@ SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.toml") if p.stem
 # Scenarios whose short form another test runs and checks (once is enough).
 RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # Short forms `make test` leaves to `make test-short-forms`, marked
-# long_short_form: the costliest whose run no lab test
-# here reads. Host seconds of their cells (host.wall_seconds of each cell-*.json, summed;
-# `make test-e2e` on an idle 2-core machine, 2026-12-05, both workers busy):
-# optane-class 1285, ai-inference 796, multi-tenant-bfq 676,
-# cloud-mysql-incident-as-run 615 (its expectations stay in make test through
-# test_customer_inputs.py's blkgen run of the same file), ssd-gc-tail 565,
-# hdd-ncq-vs-sorting 541, cloud-mysql-incident-fio 351,
-# cloud-mysql-incident-flusher 261: 5,090 of the suite's 13,200, which took
-# 73 min 38 s with them. scenarios/README.md, "The short form".
+# long_short_form: the costliest whose run no lab test here reads. Wall
+# seconds of each short form's test (pytest --durations, the eight that were
+# out run together on two workers, the machine shared with other work at
+# load 5 to 7): multi-tenant-bfq 550, ai-inference 343,
+# cloud-mysql-incident-as-run 255 (its expectations stay in make test
+# through test_customer_inputs.py's blkgen run of the same file) stay out;
+# optane-class 181, ssd-gc-tail 103, cloud-mysql-incident-fio 85,
+# hdd-ncq-vs-sorting 61 and cloud-mysql-incident-flusher 31 are in.
+# scenarios/README.md, "The short form".
 # cloud-mysql-incident-app (MariaDB and sysbench, 12 cells; make test runs
 # one of them in test_mysql_app.py against the file's own bounds) was
 # measured alone: 867 host seconds (scenarios/cloud-mysql-incident-app.md, "Cost").
@@ -41,9 +41,7 @@ RUN_ELSEWHERE = {"data-integrity": "test_integrity.py"}
 # a loaded machine (scenarios/etcd-backup.md, "Cost").
 # database-tuning-claims (MariaDB and sysbench, 12 cells; lab 13):
 # scenarios/database-tuning-claims.md, "Cost".
-LONG_SHORT_FORMS = {"optane-class", "ai-inference", "multi-tenant-bfq",
-                    "cloud-mysql-incident-as-run", "ssd-gc-tail", "hdd-ncq-vs-sorting",
-                    "cloud-mysql-incident-fio", "cloud-mysql-incident-flusher",
+LONG_SHORT_FORMS = {"ai-inference", "multi-tenant-bfq", "cloud-mysql-incident-as-run",
                     "cloud-mysql-incident-app", "postgres-checkpoint",
                     "mariadb-media-error", "etcd-backup", "database-tuning-claims"}
 assert LONG_SHORT_FORMS <= set(SCENARIOS), LONG_SHORT_FORMS - set(SCENARIOS)
