@@ -16,9 +16,9 @@ The drop rule (docs/characterize-a-drive.md states it too):
   the rate after it the median of the intervals after j (the level the rest
   of the fill spends most of its intervals at, when it has several steps);
 - intervals j - 1 and j hold the step (it may fall in either): of their
-  time T and bytes B, the cache took tau = (B - T x after) / (in - after)
-  (clamped to [0, T]) at the rate in, so the cache is the bytes before
-  j - 1 plus tau x in. For a step between two constant rates this is exact;
+  time T and bytes B, the cache took tau = (B - T x next) / (in - next)
+  (clamped to [0, T]) at the rate in, next being the median of the WINDOW
+  intervals after j, so the cache is the bytes before j - 1 plus tau x in. For a step between two constant rates this is exact;
   otherwise the error is at most one interval's bytes at the rate in.
 Refused (FillLogError, naming the file): no log, an empty one, a line that
 is not fio's, times that do not increase, fewer than MIN_INTERVALS
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from blklab.errors import BlklabError
 
+LOG = Path("logs") / "fill_bw.1.log"  # in the drive script's --out (fill.fio: write_bw_log)
 DROP_RATIO = 0.75  # a sustained rate below 3/4 of the level before it
 WINDOW = 5  # intervals a drop must hold for (as a median)
 MIN_BEFORE = 4  # the step's index at least: the first, 2 in the cache, then the step pair
@@ -140,9 +141,9 @@ def figures(path: Path, intervals: list[Interval] | None = None) -> FillFigures:
     j = next(k for k in range(i, i + WINDOW) if rates[k] < DROP_RATIO * level)
     if j < MIN_BEFORE:
         raise FillLogError(
-            f"{path}: the rate falls {DROP_RATIO:g}x below its level within the first "
-            f"{j + 1} intervals ({iv[j].end_ms / 1000:g} s): too soon to tell the rate "
-            f"in the cache (the rule needs {MIN_BEFORE} intervals before the drop)")
+            f"{path}: the rate falls below {DROP_RATIO:g} of its level in interval {j + 1} "
+            f"(by {iv[j].end_ms / 1000:g} s): too soon to tell the rate in the cache (the rule "
+            f"needs the step in interval {MIN_BEFORE + 1} or later)")
     after_rates = rates[j + 1:]
     if len(after_rates) < WINDOW - 1:
         raise FillLogError(f"{path}: {len(after_rates)} intervals after the drop at "
@@ -150,12 +151,13 @@ def figures(path: Path, intervals: list[Interval] | None = None) -> FillFigures:
                            f"{WINDOW - 1}")
     rate_in = statistics.median(rates[1:j - 1])
     rate_after = statistics.median(after_rates)
+    next_to = statistics.median(after_rates[:WINDOW])  # the level right after the step
     pair = iv[j - 1:j + 1]
     t = sum(p.seconds for p in pair)
     b = sum(p.bytes for p in pair)
     tau = 0.0
-    if rate_in > rate_after:
-        tau = min(max((b - t * rate_after) / (rate_in - rate_after), 0.0), t)
+    if rate_in > next_to:
+        tau = min(max((b - t * next_to) / (rate_in - next_to), 0.0), t)
     cache = sum(p.bytes for p in iv[:j - 1]) + tau * rate_in
     return FillFigures(path, len(iv), interval_ms, written, iv[-1].end_ms / 1000.0, rate_in,
                        cache, rate_after, iv[j - 1].start_ms / 1000.0, cache)

@@ -29,10 +29,16 @@ is in, as far as the model can be put there cheaply):
   cache's share of the drive stay the same; the written profile is full
   size, and the error table comes from it.
 
+The fill job is not searched: its bandwidth log (blklab.fill_log) sets the
+SLC cache's size and the SLC and TLC program times in closed form
+(blklab.fill_fit) before the search, which then leaves those keys alone;
+the fitted profile's own fill, run at full size, gives its error rows.
+
 Refused, naming the file and the job, with nothing written: a job asked
 for that the drive did not run, a file that is not fio JSON or is from
-another fio major version than the guest's, a job that did no I/O, no job
-that maps, and a fit whose error stays above --max-error for a job.
+another fio major version than the guest's, a job that did no I/O, a fill
+log that is missing, empty, not fio's or too short to measure, no job that
+maps, and a fit whose error stays above --max-error for a job.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ PROXY_RAW_BYTES = 32 << 30  # evaluate on a proxy of at most this raw size
 MISSING_ERROR = 1000.0  # a figure the model does not produce at all
 QD1_JOB = "randread-qd1"  # chooses the start profile when the drive ran it
 FILL_JOB = "fill"  # fitted from its bandwidth log in closed form (blklab.fill_fit)
-FILL_LOG = Path("logs") / "fill_bw.1.log"  # in the drive's results (fill.fio: write_bw_log)
+FILL_LOG = fill_log.LOG
 
 
 class FitError(BlklabError):
@@ -225,8 +231,10 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
             try:
                 fill = fill_log.figures(drive_dir / FILL_LOG)
             except fill_log.FillLogError as e:
-                raise FitError(f"{e} (job {FILL_JOB}: {found[n].name} is there; its figures "
-                               "come from its log)") from None
+                log_path = str(drive_dir / FILL_LOG)
+                raise FitError(str(e).replace(f"{log_path}: ", f"{log_path}: job {FILL_JOB}: ", 1)
+                               + ("" if found[n].name != f"{FILL_JOB}.json" else
+                                  f" ({found[n].name} says the drive ran the fill)")) from None
             continue
         sim = mapping[n]
         if isinstance(sim, simulate.Unmapped):
@@ -991,7 +999,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: the nearest by QD1 read latency, else by error)")
     p.add_argument("--job", action="append", default=[], metavar="NAME",
                    help="fit to this job only; repeatable (default: every job the drive ran "
-                   "that the simulator maps)")
+                   "that the simulator maps, and the fill from its bandwidth log)")
     p.add_argument("--hold-out", action="append", default=[], metavar="JOB",
                    help="leave this job out of the fit and report its error; repeatable")
     p.add_argument("--ramp", metavar="TIME", help="the drive's RAMP when characterize.json "
