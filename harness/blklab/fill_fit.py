@@ -134,10 +134,14 @@ def _program_time(out: FillKeys, key: str, start_us: float, rate: float, g: Geom
     if mb_s >= AT_BOUND * g.bound_mb_s:
         most = g.program_us(g.bound_mb_s)
         value = None if start_us <= most or most <= rng[0] else float(f"{most:.3g}")
-        out.not_fitted.append(
-            f"{key}: {where}: the rate {what} ({mb_s:,.0f} MB/s) is at the profile's channel and "
-            f"link bound ({g.bound_mb_s:,.0f} MB/s), which sets only {key} <= {most:.3g} us; "
-            + (f"set to {value:g}" if value is not None else f"kept at {start_us:g}"))
+        above = mb_s > (2 - AT_BOUND) * g.bound_mb_s
+        how = (f"above the profile's channel and link bound ({g.bound_mb_s:,.0f} MB/s), which no "
+               f"{key} reaches on this start (at most {most:.3g} us gives the bound)" if above
+               else f"at the profile's channel and link bound ({g.bound_mb_s:,.0f} MB/s), which "
+               f"sets only {key} <= {most:.3g} us")
+        out.not_fitted.append(f"{key}: {where}: the rate {what} ({mb_s:,.0f} MB/s) is {how}; "
+                              + (f"set to {value:g}" if value is not None
+                                 else f"kept at {start_us:g}"))
         return value
     t = g.program_us(mb_s)
     if not rng[0] < t <= rng[1]:

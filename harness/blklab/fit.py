@@ -626,6 +626,9 @@ def model_fill(text: str, drive_fill: fill_log.FillFigures, seed: int
     except fill_log.FillLogError as e:
         msg = str(e).replace(str(drive_fill.path), "the model's fill log")
         return None, notes + [f"fill: the fitted profile's own fill: {msg}"]
+    if drive_fill.dropped and not model.dropped:
+        notes.append(f"fill: the fitted profile's own fill of {model.written_bytes / 1e9:.4g} GB "
+                     f"does not drop: its cache holds at least {model.cache_at_least / 1e9:.4g} GB")
     if not drive_fill.dropped and model.dropped and model.cache_bytes is not None \
             and model.cache_bytes < drive_fill.cache_at_least:
         notes.append(f"fill: the model's cache ({model.cache_bytes / 1e9:.3g} GB) ends before the "

@@ -124,6 +124,31 @@ def test_no_drop_fits_no_cache_size_and_says_so(tmp_path):
     assert "no sustained drop" in res.text
 
 
+def test_a_rate_above_the_starts_link_is_not_fitted_and_says_so(tmp_path):
+    # The 980 PRO's figures by the formulas: 5,000 MB/s in its cache, above
+    # the 970 EVO Plus's 3,500 MB/s link.
+    want = fill_fit.expected(_keys("samsung-980pro-1t"), "samsung-980pro-1t")
+    log = tmp_path / "fill_bw.1.log"
+    figs = fill_log.FillFigures(log, 30, 1000.0, 3 * want["cache_bytes"], 30.0,
+                                want["rate_in"], want["cache_bytes"], want["rate_after"], 20.0,
+                                want["cache_bytes"])
+    start = _keys("samsung-970evoplus-1t")
+    out = fill_fit.derive(start, figs, "samsung-970evoplus-1t", fit._key_ranges())
+    assert "slc_program_us" not in out.values
+    assert any(line.startswith(f"slc_program_us: {log}: the rate in the cache") and
+               "above the profile's channel and link bound (3,500 MB/s)" in line and
+               line.endswith(f"kept at {start['slc_program_us']:g}") for line in out.not_fitted)
+    # The rate after it is below the link: fitted.
+    g = fill_fit.geometry(start, "start")
+    assert out.values["page_program_us"] == pytest.approx(
+        g.program_us(want["rate_after"] / 1e6), rel=1e-3)
+
+
+def test_the_fill_held_out_alone_leaves_nothing_to_fit(drive):
+    with pytest.raises(fit.FitError, match="no job to fit"):
+        fit.fit(drive, start="samsung-970evoplus-1t", hold_out=["fill"])
+
+
 def _edited(drive: Path, tmp_path: Path, edit) -> Path:
     """The drive's log with its rates changed by edit(index, kib_s)."""
     out = tmp_path / "edited"
