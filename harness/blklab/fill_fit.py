@@ -165,6 +165,17 @@ def derive(keys: dict[str, Any], figs: fill_log.FillFigures, start: str,
         out.start[key] = keys.get(key, 0)
         out.comments[key] = note.format(keys.get(key, 0))
 
+    def tlc_from(rate: float, what: str) -> None:
+        """page_program_us from a rate; the page types keep their ratios."""
+        old = tlc_program_us(keys)
+        t = _program_time(out, "page_program_us", old, rate, g, what, where,
+                          ranges.get("page_program_us", (0.0, 100000.0)))
+        if t is not None:
+            put("page_program_us", t)
+            for k in TYPED_PROGRAM_KEYS:
+                if keys.get(k, 0):
+                    put(k, float(f"{float(keys[k]) * t / old:.3g}"))
+
     if figs.dropped:
         assert figs.cache_bytes is not None and figs.rate_after is not None
         w = figs.cache_bytes
@@ -189,14 +200,7 @@ def derive(keys: dict[str, Any], figs: fill_log.FillFigures, start: str,
                                    f"time: start from a profile with an SLC cache")
             if t is not None:
                 put("slc_program_us", t)
-        old = tlc_program_us(keys)
-        t = _program_time(out, "page_program_us", old, figs.rate_after, g, "after the cache",
-                          where, ranges.get("page_program_us", (0.0, 100000.0)))
-        if t is not None:
-            put("page_program_us", t)
-            for k in TYPED_PROGRAM_KEYS:
-                if keys.get(k, 0):
-                    put(k, float(f"{float(keys[k]) * t / old:.3g}"))
+        tlc_from(figs.rate_after, "after the cache")
         return out
     out.not_fitted.append(
         f"slc_static_bytes, slc_dynamic_max_bytes: {where}: no sustained drop; the cache holds at "
@@ -210,14 +214,7 @@ def derive(keys: dict[str, Any], figs: fill_log.FillFigures, start: str,
         if t is not None:
             put("slc_program_us", t)
     else:
-        old = tlc_program_us(keys)
-        t = _program_time(out, "page_program_us", old, figs.rate_in, g, "of the fill", where,
-                          ranges.get("page_program_us", (0.0, 100000.0)))
-        if t is not None:
-            put("page_program_us", t)
-            for k in TYPED_PROGRAM_KEYS:
-                if keys.get(k, 0):
-                    put(k, float(f"{float(keys[k]) * t / old:.3g}"))
+        tlc_from(figs.rate_in, "of the fill")
     return out
 
 
