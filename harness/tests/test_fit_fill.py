@@ -144,6 +144,11 @@ def test_a_rate_above_the_starts_link_is_not_fitted_and_says_so(tmp_path):
         g.program_us(want["rate_after"] / 1e6), rel=1e-3)
 
 
+def test_a_fit_to_the_fill_alone_needs_a_start(drive):
+    with pytest.raises(fit.FitError, match="the fill is the only job to fit; name the profile"):
+        fit.fit(drive)
+
+
 def test_the_fill_held_out_alone_leaves_nothing_to_fit(drive):
     with pytest.raises(fit.FitError, match="no job to fit"):
         fit.fit(drive, start="samsung-970evoplus-1t", hold_out=["fill"])
