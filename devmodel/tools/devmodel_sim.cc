@@ -4,19 +4,25 @@
 // then the model's counters. The profile is opened through the C ABI as
 // QEMU opens it. Same arguments, same bytes.
 //
-// Usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] --runtime TIME PROFILE JOB...
+// Usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR]
+//                     [--bw-log PREFIX --log-avg-msec N] --runtime TIME PROFILE JOB...
 //   --state-cache DIR: keep a steady-preconditioned drive's built state in
 //         DIR (devmodel_open_cached); without it the state is replayed.
+//   --bw-log PREFIX, --log-avg-msec N: each job's bandwidth per N ms as
+//         fio's write_bw_log with log_avg_msec writes it, in PREFIX_bw.J.log
+//         (J: the job's index + 1), e.g. a fill's fill_bw.1.log.
 //   JOB = NAME:key=value,...  keys: rw (read, write, randread, randwrite,
 //         rw, randrw), bs (4k), iodepth, rwmixread, rate (READ[,WRITE] in
-//         bytes/s; ,W limits writes only), offset, size, queue (NVMe SQ id;
-//         default: the job's index + 1)
+//         bytes/s; ,W limits writes only), offset, size, io_size (bytes the
+//         job issues, then it ends: fio without time_based; --runtime then
+//         caps it), queue (NVMe SQ id; default: the job's index + 1)
 //   e.g. devmodel-sim --ramp 1s --runtime 2s drive.toml reader:rw=randread,iodepth=1
 //          writer:rw=randwrite,iodepth=256,rate=,100000000
 // Exit status: 0, or 2 with a message on stderr (bad arguments, a profile
 // that does not load, a request the model refuses).
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,9 +40,10 @@ int Fail(const std::string& message) {
 
 int Usage() {
   std::fputs(
-      "usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] --runtime TIME PROFILE "
-      "NAME:key=value,...\n"
-      "  job keys: rw bs iodepth rwmixread rate offset size queue (see the source's header)\n",
+      "usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] [--bw-log PREFIX "
+      "--log-avg-msec N] --runtime TIME PROFILE NAME:key=value,...\n"
+      "  job keys: rw bs iodepth rwmixread rate offset size io_size queue (see the source's "
+      "header)\n",
       stderr);
   return kExitError;
 }
@@ -45,7 +52,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   devmodel::sim::SimSpec spec;
-  std::string profile, error, state_cache;
+  std::string profile, error, state_cache, bw_log;
   bool have_runtime = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -63,6 +70,17 @@ int main(int argc, char** argv) {
     } else if (arg == "--state-cache" && has_value) {
       state_cache = argv[++i];
       if (state_cache.empty()) return Fail("--state-cache needs a directory");
+    } else if (arg == "--bw-log" && has_value) {
+      bw_log = argv[++i];
+      if (bw_log.empty()) return Fail("--bw-log needs a file name prefix");
+    } else if (arg == "--log-avg-msec" && has_value) {
+      char* end = nullptr;
+      const std::string v = argv[++i];
+      const unsigned long long ms = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || v[0] == '-' || ms == 0 || ms > 3600000) {
+        return Fail("--log-avg-msec '" + v + "': expected an integer in [1, 3600000]");
+      }
+      spec.log_interval_ns = ms * 1000000;
     } else if (arg == "--ramp" && has_value) {
       if (!devmodel::sim::ParseTime(argv[++i], &spec.ramp_ns, &error)) {
         return Fail("--ramp " + error);
@@ -85,6 +103,9 @@ int main(int argc, char** argv) {
   }
   if (profile.empty() || spec.jobs.empty() || !have_runtime) return Usage();
   if (spec.runtime_ns == 0) return Fail("--runtime must be above 0");
+  if (bw_log.empty() != (spec.log_interval_ns == 0)) {
+    return Fail("--bw-log and --log-avg-msec go together");
+  }
 
   char* err = nullptr;
   devmodel_t* model = devmodel_open_cached(
@@ -98,6 +119,15 @@ int main(int argc, char** argv) {
   if (!devmodel::sim::Run(model, spec, &results, &error)) {
     devmodel_close(model);
     return Fail(profile + ": " + error);
+  }
+  for (std::size_t j = 0; !bw_log.empty() && j < results.size(); ++j) {
+    const std::string path = bw_log + "_bw." + std::to_string(j + 1) + ".log";
+    std::ofstream out(path);
+    out << devmodel::sim::BandwidthLog(spec, spec.jobs[j], results[j]);
+    if (!out.flush()) {
+      devmodel_close(model);
+      return Fail(path + ": cannot be written");
+    }
   }
   char* counters = devmodel_counters_json(model, &err);
   const std::string text =

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
+#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +90,7 @@ struct JobState {
   std::uint64_t base = 0, units = 0;  // region start and its size in blocks
   std::uint64_t cursor = 0;            // sequential jobs: next block
   std::uint64_t reads_issued = 0, writes_issued = 0;
+  std::uint32_t in_flight = 0;
   std::uint32_t queue_id = 1;
   std::vector<Slot> slots;
 };
@@ -270,12 +272,15 @@ bool ParseJob(const std::string& text, JobSpec* job, std::string* error) {
     } else if (key == "size") {
       if (!ParseSize(value, &v)) return bad("expected a size in bytes");
       job->size_bytes = v;
+    } else if (key == "io_size") {
+      if (!ParseSize(value, &v) || v == 0) return bad("expected a size in bytes above 0");
+      job->io_size_bytes = v;
     } else if (key == "queue") {
       if (!ParseUint(value, 1, 65535, &v)) return bad("expected an integer in [1, 65535]");
       job->queue_id = static_cast<std::uint32_t>(v);
     } else {
       *error = "job " + job->name + ": unknown key '" + key +
-               "' (rw, bs, iodepth, rwmixread, rate, offset, size, queue)";
+               "' (rw, bs, iodepth, rwmixread, rate, offset, size, io_size, queue)";
       return false;
     }
   }
@@ -336,17 +341,25 @@ bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results
     return false;
   };
 
-  // Frees slot s of job j at `now`: draws its next op and books its issue.
+  // Frees slot s of job j at `now`: draws its next op and books its issue
+  // (none once the job has issued its io_size).
   auto free_slot = [&](std::uint32_t j, std::uint32_t s, std::uint64_t now) {
     const JobSpec& js = spec.jobs[j];
     JobState& st = jobs[j];
     Slot& slot = st.slots[s];
+    if (js.io_size_bytes != 0 &&
+        (st.reads_issued + st.writes_issued) * js.block_bytes >= js.io_size_bytes) {
+      return;
+    }
     slot.pending_read = js.read_pct == 100 || (js.read_pct > 0 && st.rng.Below(100) < js.read_pct);
     const std::uint64_t k = slot.pending_read ? st.reads_issued++ : st.writes_issued++;
     const std::uint64_t at = std::max(
         now, PacedAt(k, js.block_bytes,
                      slot.pending_read ? js.read_rate_bytes_s : js.write_rate_bytes_s));
-    if (at < end) push(at, j, s, Kind::kIssue);
+    if (at < end) {
+      push(at, j, s, Kind::kIssue);
+      ++st.in_flight;
+    }
   };
 
   for (std::uint32_t j = 0; j < jobs.size(); ++j) {
@@ -384,6 +397,14 @@ bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results
       push(std::max<std::uint64_t>(c.deadline_ns, e.time_ns), e.job, e.slot, Kind::kDone);
       continue;
     }
+    JobResult& result = (*results)[e.job];
+    --st.in_flight;
+    result.end_ns = e.time_ns;
+    if (spec.log_interval_ns != 0) {
+      const std::uint64_t i = (e.time_ns - 1) / spec.log_interval_ns;
+      if (result.interval_bytes.size() <= i) result.interval_bytes.resize(i + 1, 0);
+      result.interval_bytes[i] += slot.bytes;
+    }
     if (e.time_ns > spec.ramp_ns) {
       DirectionStats& d = slot.read ? (*results)[e.job].read : (*results)[e.job].write;
       const std::uint64_t clat = e.time_ns - slot.submitted_ns;
@@ -395,6 +416,7 @@ bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results
       d.clat.Add(clat);
     }
     free_slot(e.job, e.slot, e.time_ns);
+    if (st.in_flight == 0 && js.io_size_bytes != 0) result.finished = true;
   }
   return true;
 }
@@ -403,10 +425,15 @@ std::string ResultJson(const std::string& profile, const SimSpec& spec,
                        const std::vector<JobResult>& results, const std::string& counters) {
   nlohmann::json jobs = nlohmann::json::array();
   for (std::size_t j = 0; j < results.size(); ++j) {
+    std::uint64_t runtime = spec.runtime_ns;
+    if (results[j].finished && results[j].end_ns < spec.ramp_ns + spec.runtime_ns) {
+      runtime = std::max<std::uint64_t>(
+          results[j].end_ns > spec.ramp_ns ? results[j].end_ns - spec.ramp_ns : 0, 1);
+    }
     jobs.push_back({{"jobname", spec.jobs[j].name},
                     {"job options", spec.jobs[j].text},
-                    {"read", DirectionJson(results[j].read, spec.runtime_ns)},
-                    {"write", DirectionJson(results[j].write, spec.runtime_ns)}});
+                    {"read", DirectionJson(results[j].read, runtime)},
+                    {"write", DirectionJson(results[j].write, runtime)}});
   }
   const nlohmann::json out = {
       {"devmodel-sim",
@@ -419,6 +446,28 @@ std::string ResultJson(const std::string& profile, const SimSpec& spec,
       {"counters", counters.empty() ? nlohmann::json() : nlohmann::json::parse(counters)},
   };
   return out.dump(2) + "\n";
+}
+
+std::string BandwidthLog(const SimSpec& spec, const JobSpec& job, const JobResult& result) {
+  const std::uint64_t interval = spec.log_interval_ns;
+  const std::uint64_t ns_per_ms = 1000000;
+  const int ddir = job.read_pct < 100 ? 1 : 0;
+  std::ostringstream out;
+  for (std::size_t i = 0; i < result.interval_bytes.size(); ++i) {
+    const std::uint64_t from = i * interval;
+    std::uint64_t to = from + interval;
+    if (i + 1 == result.interval_bytes.size() && result.finished) {
+      // The last interval ends with the job, at a whole ms as fio's clock.
+      to = std::max(from + ns_per_ms, (result.end_ns + ns_per_ms - 1) / ns_per_ms * ns_per_ms);
+      to = std::min(to, from + interval);
+    }
+    const unsigned __int128 scaled =
+        static_cast<unsigned __int128>(result.interval_bytes[i]) * kNsPerSecond;
+    const std::uint64_t den = std::uint64_t{1024} * (to - from);
+    const auto kib_s = static_cast<std::uint64_t>((scaled + den / 2) / den);
+    out << to / ns_per_ms << ", " << kib_s << ", " << ddir << ", 0, 0\n";
+  }
+  return out.str();
 }
 
 }  // namespace devmodel::sim

@@ -33,6 +33,10 @@ struct JobSpec {
   std::uint64_t write_rate_bytes_s = 0;
   std::uint64_t offset_bytes = 0;  // start of the region the job addresses
   std::uint64_t size_bytes = 0;    // its length; 0 = to the end of the device
+  // io_size: bytes the job issues in all, then it ends, as fio without
+  // time_based (a sequential job of io_size = size writes its region once:
+  // a fill); 0 = it runs until the runtime ends.
+  std::uint64_t io_size_bytes = 0;
   std::uint32_t queue_id = 0;      // NVMe submission queue; 0 = the job's index + 1
   std::string text;                // as given, for the output
 };
@@ -41,6 +45,9 @@ struct SimSpec {
   std::uint64_t seed = 1;
   std::uint64_t ramp_ns = 0;     // run but not measured (fio ramp_time)
   std::uint64_t runtime_ns = 0;  // measured; requests completing in (ramp, ramp + runtime]
+  // fio's log_avg_msec for a bandwidth log (write_bw_log): bytes completed
+  // per interval of this length from time 0, ramp included; 0 = no log.
+  std::uint64_t log_interval_ns = 0;
   std::vector<JobSpec> jobs;
 };
 
@@ -79,10 +86,15 @@ struct DirectionStats {
 
 struct JobResult {
   DirectionStats read, write;
+  // SimSpec::log_interval_ns != 0: bytes (both directions) of the requests
+  // completing in each interval (i x L, (i + 1) x L], up to the last.
+  std::vector<std::uint64_t> interval_bytes;
+  std::uint64_t end_ns = 0;  // when its last request completed
+  bool finished = false;     // io_size reached and every request completed
 };
 
 // Parses "NAME:key=value,..." (keys: rw, bs, iodepth, rwmixread, rate,
-// offset, size, queue). Returns false and sets *error on a bad spec.
+// offset, size, io_size, queue). Returns false and sets *error on a bad spec.
 bool ParseJob(const std::string& text, JobSpec* job, std::string* error);
 
 // Parses a fio time ("30s", "500ms", "250us", "2m"; no unit = s) into ns.
@@ -98,9 +110,18 @@ bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results
 // The results as fio-style JSON: {"devmodel-sim": {...}, "jobs": [{"jobname",
 // "read": {"total_ios", "io_bytes", "bw_bytes", "iops", "clat_ns": {"min",
 // "max", "mean", "percentile": {"50.000000": ...}}}, "write": ...}],
-// "counters": ...}. `counters` is the model's JSON after the run.
+// "counters": ...}. `counters` is the model's JSON after the run. A job
+// that finished (io_size) before ramp + runtime is measured over (ramp, its
+// end], as fio's runtime is the job's own.
 std::string ResultJson(const std::string& profile, const SimSpec& spec,
                        const std::vector<JobResult>& results, const std::string& counters);
+
+// A job's bandwidth log as fio writes it with log_avg_msec (one line per
+// interval: "msec, KiB/s, DDIR, 0, 0", DDIR 1 for a job that writes and 0
+// for a read-only one; the interval's mean rate rounded to a KiB/s; the
+// last line at the job's end, its rate over the partial interval).
+// REQUIRES spec.log_interval_ns != 0 and a whole number of ms.
+std::string BandwidthLog(const SimSpec& spec, const JobSpec& job, const JobResult& result);
 
 }  // namespace devmodel::sim
 

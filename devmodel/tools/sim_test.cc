@@ -156,6 +156,49 @@ TEST(SimTest, SameInputsSameBytesAndTheSeedMatters) {
   EXPECT_TRUE(j["jobs"][0]["read"]["clat_ns"]["percentile"].contains("99.900000"));
 }
 
+// A sequential fill (io_size = the region) of the small SSD, 4x the blocks,
+// with a 384 MiB SLC cache and a 16 MiB buffer, logged per 50 ms: each
+// program unit is 2 planes x 16 KiB = 32 KiB, 40.96 us over its 800 MB/s
+// channel, so 8 dies write 8 x 32768 B / (40.96 + 100) us = 1859.7 MB/s in
+// the cache (its 384 MiB: 217 ms) and 8 x 32768 B / (40.96 + 500) us =
+// 484.6 MB/s after it (both below the channels' and the link's 3,200);
+// the job ends once its 1 GiB is written. Writes complete as the buffer
+// frees program units, so an interval's bytes are within 2 writes (2 x
+// 128 KiB) of the rate's; the first interval also fills the buffer.
+TEST(SimTest, FillLogsItsBandwidthPerIntervalAndEnds) {
+  std::string text = kSmallSsd;
+  text.replace(text.find("blocks_per_plane = 64"), 21, "blocks_per_plane = 256");
+  text.replace(text.find("write_buffer_bytes = 1048576\n"), 29, "");
+  text.replace(text.find("precondition = \"full\""), 22,
+               "precondition = \"none\"\nslc_static_bytes = 402653184\n"
+               "slc_program_us = 100.0\nwrite_buffer_bytes = 16777216");
+  const std::string path = WriteProfile("sim-small-ssd-slc.toml", text.c_str());
+  SimSpec s = Spec({"fill:rw=write,bs=128k,iodepth=32,size=1073741824,io_size=1073741824"},
+                   10 * kSecond);
+  s.log_interval_ns = 50000000;
+  const auto r = RunOn(path, s);
+  ASSERT_TRUE(r[0].finished);
+  EXPECT_EQ(r[0].write.bytes, 1073741824u);
+  std::uint64_t sum = 0;
+  for (std::uint64_t b : r[0].interval_bytes) sum += b;
+  EXPECT_EQ(sum, 1073741824u);
+  const double in_cache = 8 * 32768 / (40.96 + 100.0) * 50000;  // bytes per interval
+  const double after = 8 * 32768 / (40.96 + 500.0) * 50000;
+  for (int i : {1, 2, 3}) EXPECT_NEAR(r[0].interval_bytes[i], in_cache, 2 * 131072) << i;
+  const std::size_t n = r[0].interval_bytes.size();
+  ASSERT_GT(n, 20u);
+  for (std::size_t i = 7; i + 1 < n; ++i) {
+    EXPECT_NEAR(r[0].interval_bytes[i], after, 2 * 131072) << i;
+  }
+  const std::string log = BandwidthLog(s, s.jobs[0], r[0]);
+  EXPECT_EQ(log.substr(0, log.find('\n')),
+            "50, " + std::to_string((r[0].interval_bytes[0] * 20 + 512) / 1024) + ", 1, 0, 0");
+  const std::string last = log.substr(log.rfind('\n', log.size() - 2) + 1);
+  EXPECT_EQ(std::stoull(last.substr(0, last.find(','))), (r[0].end_ns + 999999) / 1000000);
+  const auto j = nlohmann::json::parse(ResultJson(path, s, r, ""));
+  EXPECT_EQ(j["jobs"][0]["write"]["runtime"].get<std::uint64_t>(), r[0].end_ns / 1000000);
+}
+
 TEST(SimTest, HistogramIsFios) {
   EXPECT_EQ(LatencyHistogram::BucketValue(LatencyHistogram::BucketOf(100)), 100u);
   // A figure of the reference drive's fio JSON is a bucket's middle.
@@ -182,6 +225,8 @@ TEST(SimTest, ParseJobAcceptsFiosSpellingsAndRefusesOthers) {
   EXPECT_FALSE(ParseJob("x:numjobs=4", &j, &error));
   EXPECT_FALSE(ParseJob("x:rw=randread,rwmixread=70", &j, &error));
   EXPECT_FALSE(ParseJob(":rw=read", &j, &error));
+  EXPECT_FALSE(ParseJob("x:rw=write,io_size=0", &j, &error));
+  EXPECT_EQ(Job("f:rw=write,bs=128k,io_size=1g").io_size_bytes, 1073741824u);
   std::uint64_t ns = 0;
   EXPECT_TRUE(ParseTime("500ms", &ns, &error));
   EXPECT_EQ(ns, 500000000u);

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from blklab import characterize
+from blklab import characterize, fill_log
 from blklab.characterize_compare import Row, render
 
 # The jobs whose reader runs beside writers (tools/characterize/), their
@@ -23,7 +23,7 @@ FILL_JOB = "fill"
 FILL_BYTES = 128 * 1024  # tools/characterize/fill.fio: bs=128k
 # fio's bandwidth log for the fill (write_bw_log=fill), in the drive
 # script's logs/: msec, KiB/s, direction, block size, offset per line.
-FILL_LOG = Path("logs") / "fill_bw.1.log"
+FILL_LOG = fill_log.LOG
 PERCENTILES = (("p50_us", "p50"), ("p99_us", "p99"), ("p99.9_us", "p99.9"))
 SIDES = ("drive", "model")
 
@@ -55,28 +55,20 @@ def beside_writes(rows: list[Row]) -> dict[str, list[dict[str, float]]]:
 
 def fill_curve(drive_dir: Path) -> list[tuple[float, float]] | None:
     """The drive's fill as (GB written at the end of each logged interval,
-    MB/s over it), from its bandwidth log; None without a log."""
+    MB/s over it), from its bandwidth log; None without a log or with an
+    empty one."""
     path = drive_dir / FILL_LOG
-    if not path.exists():
+    if not path.exists() or not path.read_text().strip():
         return None
-    points, written, last_ms = [], 0.0, 0
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = [f.strip() for f in line.split(",")]
-        try:
-            ms, kib_s = int(fields[0]), int(fields[1])
-        except (IndexError, ValueError):
-            raise characterize.CharacterizeError(
-                f"{path}: line {n}: not a fio bandwidth log line (msec, KiB/s, ...): "
-                f"{line.strip()[:80]!r}") from None
-        if ms <= last_ms or kib_s < 0:
-            raise characterize.CharacterizeError(
-                f"{path}: line {n}: times must increase and rates be >= 0")
-        written += kib_s * 1024 * (ms - last_ms) / 1000.0
-        last_ms = ms
-        points.append((written / 1e9, kib_s * 1024 / 1e6))
-    return points or None
+    try:
+        intervals = fill_log.read(path)
+    except fill_log.FillLogError as e:
+        raise characterize.CharacterizeError(str(e)) from None
+    points, written = [], 0.0
+    for i in intervals:
+        written += i.bytes
+        points.append((written / 1e9, i.bytes_per_s / 1e6))
+    return points
 
 
 def _model_fill_mb_s(rows: list[Row]) -> float | None:

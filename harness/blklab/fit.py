@@ -29,10 +29,16 @@ is in, as far as the model can be put there cheaply):
   cache's share of the drive stay the same; the written profile is full
   size, and the error table comes from it.
 
+The fill job is not searched: its bandwidth log (blklab.fill_log) sets the
+SLC cache's size and the SLC and TLC program times in closed form
+(blklab.fill_fit) before the search, which then leaves those keys alone;
+the fitted profile's own fill, run at full size, gives its error rows.
+
 Refused, naming the file and the job, with nothing written: a job asked
 for that the drive did not run, a file that is not fio JSON or is from
-another fio major version than the guest's, a job that did no I/O, no job
-that maps, and a fit whose error stays above --max-error for a job.
+another fio major version than the guest's, a job that did no I/O, a fill
+log that is missing, empty, not fio's or too short to measure, no job that
+maps, and a fit whose error stays above --max-error for a job.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from blklab import characterize, characterize_compare as cc, compare_fio, paths, simulate
+from blklab import (characterize, characterize_compare as cc, compare_fio, fill_fit, fill_log,
+                    paths, simulate)
 from blklab.errors import BlklabError
 from blklab.scenario import PROFILE_DIR, profile_with_precondition
 
@@ -65,6 +72,8 @@ DEFAULT_ROUNDS = 4
 PROXY_RAW_BYTES = 32 << 30  # evaluate on a proxy of at most this raw size
 MISSING_ERROR = 1000.0  # a figure the model does not produce at all
 QD1_JOB = "randread-qd1"  # chooses the start profile when the drive ran it
+FILL_JOB = "fill"  # fitted from its bandwidth log in closed form (blklab.fill_fit)
+FILL_LOG = fill_log.LOG
 
 
 class FitError(BlklabError):
@@ -97,6 +106,8 @@ class Drive:
     ramp_s: float  # the drive's RAMP, for jobs whose JSON does not record ramp_time
     jobs: dict[str, DriveJob]  # every job that maps
     unmapped: dict[str, str]  # job -> why it was not simulated
+    fill: fill_log.FillFigures | None = None  # the fill's figures, when it is fitted or held out
+    fill_held_out: bool = False
 
 
 # fio options that say where on the device and how long the drive's jobs ran;
@@ -195,6 +206,8 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
     known = {j.name for j in characterize.suite()}
     guest_fio = guest_fio or cc.guest_fio_version()
     found = cc.drive_jobs(drive_dir, known)
+    if FILL_JOB not in found and (drive_dir / FILL_LOG).exists():
+        found[FILL_JOB] = drive_dir / FILL_LOG  # the fill's figures are in its log alone
     for flag, wanted in (("--job", names), ("--hold-out", hold_out)):
         for n in wanted:
             if n not in known:
@@ -212,7 +225,17 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
     ramp_s = characterize.seconds(knobs["RAMP"], "RAMP")
     mapping = simulate.suite_sim_jobs(knobs)
     jobs, unmapped = {}, {}
+    fill = None
     for n in list(dict.fromkeys((names or sorted(found)) + hold_out)):
+        if n == FILL_JOB:
+            try:
+                fill = fill_log.figures(drive_dir / FILL_LOG)
+            except fill_log.FillLogError as e:
+                log_path = str(drive_dir / FILL_LOG)
+                raise FitError(str(e).replace(f"{log_path}: ", f"{log_path}: job {FILL_JOB}: ", 1)
+                               + ("" if found[n].name != f"{FILL_JOB}.json" else
+                                  f" ({found[n].name} says the drive ran the fill)")) from None
+            continue
         sim = mapping[n]
         if isinstance(sim, simulate.Unmapped):
             if n in names or n in hold_out:
@@ -230,11 +253,12 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
                            f"{doc['global options']['ramp_time']} recorded, --ramp {ramp} differs")
         jobs[n] = DriveJob(n, found[n], figs, sim, ramp_s if job_ramp is None else job_ramp,
                            span)
-    if not any(n not in hold_out for n in jobs):
+    fill_held_out = FILL_JOB in hold_out
+    if not any(n not in hold_out for n in jobs) and (fill is None or fill_held_out):
         raise FitError(f"{drive_dir}: no job to fit: "
                        + ("; ".join(f"{n}: {r}" for n, r in unmapped.items())
-                          or "every job is held out" if jobs else "no <job>.json"))
-    return Drive(drive_dir, meta, ramp_s, jobs, unmapped)
+                          or "every job is held out" if jobs or fill else "no <job>.json"))
+    return Drive(drive_dir, meta, ramp_s, jobs, unmapped, fill, fill_held_out)
 
 
 # -- profiles as text -----------------------------------------------------------
@@ -548,8 +572,102 @@ class Evaluator:
         return rows
 
     def objective(self, text: str, names: list[str], factor: int) -> float:
+        if not names:
+            return 0.0
         rows = self.rows(text, names, set(), factor)
         return sum(job_error([r for r in rows if r.job == n]) for n in names) / len(names)
+
+
+# -- the fill ------------------------------------------------------------------------
+
+
+FILL_METRICS = (("cache_gb", 1e9), ("in_cache_mb_s", 1e6), ("after_cache_mb_s", 1e6))
+FILL_PAST = 2  # the model's fill writes up to twice the cache the formulas give...
+FILL_PAST_INTERVALS = 20  # ...and this many intervals at the rate after it
+
+
+def _fill_values(f: fill_log.FillFigures | None) -> dict[str, float | None]:
+    if f is None:
+        return {m: None for m, _ in FILL_METRICS}
+    return {"cache_gb": f.cache_bytes / 1e9 if f.cache_bytes is not None else None,
+            "in_cache_mb_s": f.rate_in / 1e6,
+            "after_cache_mb_s": f.rate_after / 1e6 if f.rate_after is not None else None}
+
+
+def model_fill(text: str, drive_fill: fill_log.FillFigures, seed: int
+               ) -> tuple[fill_log.FillFigures | None, list[str]]:
+    """The drive's fill run on the profile `text` at full size from empty
+    (precondition "none"), logged per the drive's interval and measured by
+    the drive's rule. It writes what the drive wrote, up to FILL_PAST x the
+    cache the formulas give plus FILL_PAST_INTERVALS intervals at the rate
+    after it (past the cache a first fill's rate is constant in the model:
+    no folding while busy, no garbage collection on a first write), and at
+    most the profile's capacity. Returns the figures (None when its log has
+    none) and lines saying what was not measured."""
+    pre = profile_with_precondition(text, "none")
+    if pre is None:
+        raise FitError("profile has no [ssd] table")
+    keys = ssd_keys(pre)
+    want = drive_fill.written_bytes
+    exp = fill_fit.expected(keys, "the fitted profile")
+    if exp["cache_bytes"] is not None and exp["rate_after"]:
+        want = min(want, FILL_PAST * exp["cache_bytes"]
+                   + FILL_PAST_INTERVALS * exp["rate_after"] * drive_fill.interval_ms / 1000)
+    notes = []
+    capacity = int(keys.get("capacity_bytes", 0))
+    if capacity and want > capacity:
+        notes.append(f"fill: the drive wrote {drive_fill.written_bytes / 1e9:.4g} GB, more than "
+                     "the profile's capacity; the model's fill writes its capacity")
+        want = capacity
+    interval = max(1, round(drive_fill.interval_ms))
+    intervals, _ = fill_fit.run(pre, int(want), interval, "fill.toml", seed)
+    try:
+        model = fill_log.figures(drive_fill.path, intervals)
+    except fill_log.FillLogError as e:
+        msg = str(e).replace(str(drive_fill.path), "the model's fill log")
+        return None, notes + [f"fill: the fitted profile's own fill: {msg}"]
+    if drive_fill.dropped and not model.dropped:
+        notes.append(f"fill: the fitted profile's own fill of {model.written_bytes / 1e9:.4g} GB "
+                     f"does not drop: its cache holds at least {model.cache_at_least / 1e9:.4g} GB")
+    if not drive_fill.dropped and model.dropped and model.cache_bytes is not None \
+            and model.cache_bytes < drive_fill.cache_at_least:
+        notes.append(f"fill: the model's cache ({model.cache_bytes / 1e9:.3g} GB) ends before the "
+                     f"{drive_fill.cache_at_least / 1e9:.3g} GB the drive's fill shows it holds")
+    return model, notes
+
+
+def fill_rows(drive_fill: fill_log.FillFigures, model: fill_log.FillFigures | None,
+              held_out: bool) -> list[Row]:
+    """A row per fill figure the drive's log has."""
+    d, m = _fill_values(drive_fill), _fill_values(model)
+    return [Row(FILL_JOB, "write", k, d[k], m[k], held_out) for k, _ in FILL_METRICS
+            if d[k] is not None]
+
+
+def fill_summary(f: fill_log.FillFigures) -> str:
+    head = (f"{f.intervals} intervals of {f.interval_ms:g} ms, {f.written_bytes / 1e9:.4g} GB in "
+            f"{f.seconds:g} s; ")
+    if f.dropped:
+        assert f.cache_bytes is not None and f.rate_after is not None and f.drop_s is not None
+        return head + (f"drop at {f.drop_s:g} s: cache {f.cache_bytes / 1e9:.4g} GB, "
+                       f"{f.rate_in / 1e6:,.0f} MB/s in it, {f.rate_after / 1e6:,.0f} MB/s after")
+    return head + (f"no sustained drop: {f.rate_in / 1e6:,.0f} MB/s, the cache at least "
+                   f"{f.cache_at_least / 1e9:.4g} GB")
+
+
+def fill_lines(res: Result) -> list[str]:
+    """What the fill did to the profile, for every format."""
+    f = res.drive.fill
+    if f is None:
+        return []
+    lines = [f"fill ({'held out' if res.drive.fill_held_out else 'fitted'}): {f.path}: "
+             + fill_summary(f)]
+    if res.fill_keys is not None:
+        for k, v in res.fill_keys.values.items():
+            lines.append(f"fill: {k}: {toml_value(res.fill_keys.start[k])} -> {toml_value(v)}")
+        lines += [f"not fitted: {n}" for n in res.fill_keys.not_fitted]
+    lines += res.fill_notes
+    return lines
 
 
 # -- the start profile and the search -------------------------------------------------
@@ -662,6 +780,9 @@ class Result:
     evaluations: int
     factor: int
     text: str = ""
+    fill_keys: fill_fit.FillKeys | None = None
+    fill_model: fill_log.FillFigures | None = None  # the fitted profile's fill
+    fill_notes: list[str] = field(default_factory=list)
 
 
 def _fmt(v: float | None) -> str:
@@ -692,6 +813,14 @@ def render(res: Result, fmt: str) -> str:
             "error": "max(model, drive) / min(model, drive) - 1",
             "jobs": {j: {"held_out": h, "error": e} for j, h, e in job_summary(res.rows)},
             "not_simulated": res.drive.unmapped,
+            "fill": None if res.drive.fill is None else {
+                "log": str(res.drive.fill.path),
+                "held_out": res.drive.fill_held_out,
+                "summary": fill_summary(res.drive.fill),
+                "keys": {k: {"start": res.fill_keys.start[k], "fitted": v}
+                         for k, v in res.fill_keys.values.items()} if res.fill_keys else {},
+                "not_fitted": (res.fill_keys.not_fitted if res.fill_keys else [])
+                + res.fill_notes},
             "rows": [{"job": r.job, "held_out": r.held_out, "direction": r.direction,
                       "metric": r.metric, "drive": r.drive, "model": r.model,
                       "error": r.error} for r in res.rows],
@@ -704,12 +833,16 @@ def render(res: Result, fmt: str) -> str:
         lines += ["", "| job | set | mean error |", "|---|---|---:|"]
         lines += [f"| {j} | {'held out' if h else 'fitted'} | {e:.2f} |"
                   for j, h, e in job_summary(res.rows)]
+        extra = fill_lines(res)
+        if extra:
+            lines += [""] + [f"- {line}" for line in extra]
         return "\n".join(lines) + "\n"
     widths = [max(len(line[i]) for line in body) for i in range(len(body[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in body]
     lines += [f"job {j} ({'held out' if h else 'fitted'}): mean error {e:.2f}"
               for j, h, e in job_summary(res.rows)]
     lines += [f"not simulated: {j}: {why}" for j, why in res.drive.unmapped.items()]
+    lines += fill_lines(res)
     return "\n".join(lines) + "\n"
 
 
@@ -729,7 +862,14 @@ def header(res: Result) -> str:
         lines.append(f"  {j.path.name} {digest[:16]}" + ("  (held out)" if n in res.held_out else ""))
     for n, why in res.drive.unmapped.items():
         lines.append(f"  {n}.json: not simulated: {why}")
-    lines += [
+    if res.drive.fill is not None:
+        digest = hashlib.sha256(res.drive.fill.path.read_bytes()).hexdigest()
+        lines.append(f"  {FILL_LOG} {digest[:16]}"
+                     + ("  (held out)" if res.drive.fill_held_out else ""))
+        lines.append("Fill (the drop rule and the keys' formulas: docs/characterize-a-drive.md;")
+        lines.append("the model's fill runs from empty at full size, logged as the drive's):")
+        lines += [f"  {line}" for line in fill_lines(res)]
+    lines += [] if not res.drive.jobs else [
         "Evaluated with devmodel-sim; the drive's ramp and span per job: " + "; ".join(
             f"{n} {j.ramp_s:g} s, {_span_text(j.span)}" for n, j in res.drive.jobs.items()) + ";",
         f"proxy scale 1/{res.factor};",
@@ -764,6 +904,9 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     fitted = [n for n in drive.jobs if n not in hold_out]
     ev = Evaluator(drive, seed, sim_ramp_s, sim_runtime_s)
     profiles = ssd_profiles()
+    if start is None and not fitted:
+        raise FitError(f"{drive_dir}: the fill is the only job to fit; name the profile whose "
+                       f"geometry it is fitted on with --start ({', '.join(profiles)})")
     if start is None:
         start, reason = choose_start(ev, fitted)
     elif start in profiles:
@@ -774,6 +917,15 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     text = profiles[start].read_text()
     keys = ssd_keys(text)
     factor = proxy_factor(keys)
+    fill_keys = None
+    if drive.fill is not None and not drive.fill_held_out:
+        try:
+            fill_keys = fill_fit.derive(keys, drive.fill, start, _key_ranges())
+        except fill_fit.FillFitError as e:
+            raise FitError(str(e)) from None
+        if fill_keys.values:
+            text = set_keys(text, "ssd", fill_keys.values, fill_keys.comments)
+            keys = ssd_keys(text)
     variants = arbitration_variants(text, [drive.jobs[n].sim for n in fitted])
     if len(variants) > 1:
         scores = {a: ev.objective(t, fitted, factor) for a, t in variants.items()}
@@ -786,7 +938,8 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
             text = set_keys(text, "ssd", {"arbitration": chosen}, {"arbitration": comment})
         keys = ssd_keys(text)
     past = any(ev.past_cache(drive.jobs[n], keys) for n in fitted)
-    params = free_params(keys, [drive.jobs[n].sim for n in fitted], past)
+    params = [p for p in free_params(keys, [drive.jobs[n].sim for n in fitted], past)
+              if fill_keys is None or p.key not in fill_keys.values]
     log.info("fit: start %s, %d free parameters, proxy 1/%d", start, len(params), factor)
 
     def f(x: list[float]) -> float:
@@ -798,12 +951,19 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     out_text = apply(text, params, x, start)
     out_text = set_keys(out_text, "device", {"name": _device_name(drive, start)},
                         {"name": "blklab fit"})
-    rows = ev.rows(out_text, fitted + hold_out, set(hold_out), 1)
+    sim_held_out = [n for n in hold_out if n != FILL_JOB]
+    rows = ev.rows(out_text, fitted + sim_held_out, set(sim_held_out), 1)
+    fill_model, fill_notes = None, []
+    if drive.fill is not None:
+        fill_model, fill_notes = model_fill(out_text, drive.fill, seed)
+        rows += fill_rows(drive.fill, fill_model, drive.fill_held_out)
     res = Result(drive, start, reason, params, {p.key: p.value(u) for p, u in zip(params, x)},
-                 fitted, hold_out, rows, objective_start, objective, ev.runs, factor)
+                 fitted, sim_held_out, rows, objective_start, objective, ev.runs, factor,
+                 fill_keys=fill_keys, fill_model=fill_model, fill_notes=fill_notes)
     for j, h, e in job_summary(rows):
         if not h and e > max_error:
-            raise FitError(f"{drive.jobs[j].path}: job {j}: after the fit the model is still off "
+            where = drive.fill.path if j == FILL_JOB and drive.fill else drive.jobs[j].path
+            raise FitError(f"{where}: job {j}: after the fit the model is still off "
                            f"by {e:.2f} on average (max/min - 1 of IOPS, p50, p99; --max-error "
                            f"{max_error:g}): no profile from {start} fits these results")
     res.text = header(res) + "#\n" + out_text
@@ -842,7 +1002,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: the nearest by QD1 read latency, else by error)")
     p.add_argument("--job", action="append", default=[], metavar="NAME",
                    help="fit to this job only; repeatable (default: every job the drive ran "
-                   "that the simulator maps)")
+                   "that the simulator maps, and the fill from its bandwidth log)")
     p.add_argument("--hold-out", action="append", default=[], metavar="JOB",
                    help="leave this job out of the fit and report its error; repeatable")
     p.add_argument("--ramp", metavar="TIME", help="the drive's RAMP when characterize.json "

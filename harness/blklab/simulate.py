@@ -7,7 +7,8 @@ one that only says how fio measures (engine, direct I/O, time-based,
 ramp and runtime, which the caller chooses): rw, bs, iodepth, rwmixread and
 rate become the simulator's options. The fill (a size instead of a time,
 a bandwidth log) does not map: its figure is a whole-drive write, too long
-to evaluate per candidate profile.
+to evaluate per candidate profile; blklab fit sets its keys in closed form
+from its log (blklab.fill_fit).
 
 devmodel-sim models the device only: a figure from it has no host I/O path
 (no kernel, no scheduler), where a drive's and a guest's figures do.
