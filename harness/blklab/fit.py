@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from blklab import (characterize, characterize_compare as cc, compare_fio, fill_fit, fill_log,
-                    paths, simulate)
+                    geometry_fit, paths, simulate)
 from blklab.errors import BlklabError
 from blklab.scenario import PROFILE_DIR, profile_with_precondition
 
@@ -655,6 +655,14 @@ def fill_summary(f: fill_log.FillFigures) -> str:
                    f"{f.cache_at_least / 1e9:.4g} GB")
 
 
+def geometry_lines(res: Result) -> list[str]:
+    """What the reads chose for the geometry, for every format."""
+    if res.geometry is None:
+        return list(res.geometry_lines)
+    return [f"read parallelism: {res.geometry.start_units} -> {res.geometry.chosen.units} "
+            "read units"] + [f"read parallelism: {line}" for line in res.geometry_lines]
+
+
 def fill_lines(res: Result) -> list[str]:
     """What the fill did to the profile, for every format."""
     f = res.drive.fill
@@ -695,11 +703,15 @@ def choose_start(ev: Evaluator, fitted: list[str]) -> tuple[str, str]:
         factor = proxy_factor(ssd_keys(text))
         if QD1_JOB in fitted:
             rows = ev.rows(text, [QD1_JOB], set(), factor)
-            scores[name] = next(r.error for r in rows if r.metric == "p50_us")
+            scores[name] = next((r.error for r in rows if r.metric == "p50_us"),
+                                next(r.error for r in rows if r.metric == "iops"))
         else:
             scores[name] = ev.objective(text, fitted, factor)
     best = min(scores, key=lambda n: (scores[n], n))
-    how = (f"QD1 read p50 nearest the drive's ({QD1_JOB})" if QD1_JOB in fitted
+    has_p50 = QD1_JOB in fitted and \
+        ev.drive.jobs[QD1_JOB].figures["read"].values.get("p50_us") is not None
+    how = (f"QD1 read {'p50' if has_p50 else 'IOPS'} nearest the drive's ({QD1_JOB})"
+           if QD1_JOB in fitted
            else "lowest error on the fitted jobs at its own values")
     return best, how + ": " + ", ".join(f"{n} {scores[n]:.2f}" for n in sorted(scores))
 
@@ -720,6 +732,35 @@ def arbitration_variants(text: str, jobs: list[simulate.SimJob]) -> dict[str, st
         else:
             out["round_robin"] = set_keys(text, "ssd", {"arbitration": "round_robin"})
     return out
+
+
+def fit_geometry(ev: Evaluator, text: str, start: str, read_jobs: list[str]
+                 ) -> tuple[str, geometry_fit.Choice]:
+    """The read times from the drive's QD1 reads (when it ran them) and
+    the read parallelism from its read-only jobs (blklab.geometry_fit),
+    set in `text`."""
+    keys = ssd_keys(text)
+    lines = []
+    values: dict[str, Any] = {}
+    if QD1_JOB in read_jobs:
+        read = float(keys.get("page_read_us", 50.0))
+        lo, hi = _key_ranges().get("page_read_us", (0.0, 100000.0))
+        values, line = geometry_fit.sense_for_qd1(
+            keys, ev.drive.jobs[QD1_JOB].figures["read"].values["iops"],
+            max(read / 4, lo, 0.01), min(read * 4, hi))
+        lines.append(line)
+    base = set_keys(text, "ssd", values) if values else text
+
+    def score(geometry: dict[str, Any]) -> float:
+        t = set_keys(base, "ssd", geometry) if geometry else base
+        return ev.objective(t, read_jobs, proxy_factor(ssd_keys(t)))
+
+    choice = geometry_fit.choose(ssd_keys(base), score)
+    choice.lines[:0] = lines
+    choice.values = values | choice.values
+    comments = {k: f"fitted by blklab fit to the reads ({start}: {toml_value(keys.get(k, 0))})"
+                for k in choice.values}
+    return (set_keys(text, "ssd", choice.values, comments) if choice.values else text), choice
 
 
 def coordinate_descent(params: list[Param], f: Callable[[list[float]], float], rounds: int
@@ -783,6 +824,8 @@ class Result:
     fill_keys: fill_fit.FillKeys | None = None
     fill_model: fill_log.FillFigures | None = None  # the fitted profile's fill
     fill_notes: list[str] = field(default_factory=list)
+    geometry: geometry_fit.Choice | None = None
+    geometry_lines: list[str] = field(default_factory=list)
 
 
 def _fmt(v: float | None) -> str:
@@ -813,6 +856,12 @@ def render(res: Result, fmt: str) -> str:
             "error": "max(model, drive) / min(model, drive) - 1",
             "jobs": {j: {"held_out": h, "error": e} for j, h, e in job_summary(res.rows)},
             "not_simulated": res.drive.unmapped,
+            "read_parallelism": None if res.geometry is None else {
+                "start_units": res.geometry.start_units, "units": res.geometry.chosen.units,
+                "keys": res.geometry.values,
+                "candidates": [{"dies_per_channel": c.dies_per_channel, "units": c.units,
+                                "keys": c.values, "error": e} for c, e in res.geometry.scores],
+                "lines": res.geometry_lines},
             "fill": None if res.drive.fill is None else {
                 "log": str(res.drive.fill.path),
                 "held_out": res.drive.fill_held_out,
@@ -833,7 +882,7 @@ def render(res: Result, fmt: str) -> str:
         lines += ["", "| job | set | mean error |", "|---|---|---:|"]
         lines += [f"| {j} | {'held out' if h else 'fitted'} | {e:.2f} |"
                   for j, h, e in job_summary(res.rows)]
-        extra = fill_lines(res)
+        extra = geometry_lines(res) + fill_lines(res)
         if extra:
             lines += [""] + [f"- {line}" for line in extra]
         return "\n".join(lines) + "\n"
@@ -842,7 +891,7 @@ def render(res: Result, fmt: str) -> str:
     lines += [f"job {j} ({'held out' if h else 'fitted'}): mean error {e:.2f}"
               for j, h, e in job_summary(res.rows)]
     lines += [f"not simulated: {j}: {why}" for j, why in res.drive.unmapped.items()]
-    lines += fill_lines(res)
+    lines += geometry_lines(res) + fill_lines(res)
     return "\n".join(lines) + "\n"
 
 
@@ -869,6 +918,10 @@ def header(res: Result) -> str:
         lines.append("Fill (the drop rule and the keys' formulas: docs/characterize-a-drive.md;")
         lines.append("the model's fill runs from empty at full size, logged as the drive's):")
         lines += [f"  {line}" for line in fill_lines(res)]
+    if res.geometry_lines:
+        lines.append("Read parallelism (from the read-only jobs, at the proxy; the rule: "
+                     "docs/characterize-a-drive.md):")
+        lines += [f"  {line}" for line in res.geometry_lines]
     lines += [] if not res.drive.jobs else [
         "Evaluated with devmodel-sim; the drive's ramp and span per job: " + "; ".join(
             f"{n} {j.ramp_s:g} s, {_span_text(j.span)}" for n, j in res.drive.jobs.items()) + ";",
@@ -916,6 +969,15 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
                        f"({', '.join(profiles)})")
     text = profiles[start].read_text()
     keys = ssd_keys(text)
+    geometry, geometry_lines = None, []
+    read_jobs = [n for n in fitted if drive.jobs[n].sim.reads and not drive.jobs[n].sim.writes]
+    if len(read_jobs) >= 2:
+        text, geometry = fit_geometry(ev, text, start, read_jobs)
+        keys = ssd_keys(text)
+        geometry_lines = geometry.lines
+    elif read_jobs:
+        geometry_lines = [f"not fitted: one read-only job ({read_jobs[0]}) shows no "
+                          "parallelism; the start's geometry kept"]
     factor = proxy_factor(keys)
     fill_keys = None
     if drive.fill is not None and not drive.fill_held_out:
@@ -959,7 +1021,8 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
         rows += fill_rows(drive.fill, fill_model, drive.fill_held_out)
     res = Result(drive, start, reason, params, {p.key: p.value(u) for p, u in zip(params, x)},
                  fitted, sim_held_out, rows, objective_start, objective, ev.runs, factor,
-                 fill_keys=fill_keys, fill_model=fill_model, fill_notes=fill_notes)
+                 fill_keys=fill_keys, fill_model=fill_model, fill_notes=fill_notes,
+                 geometry=geometry, geometry_lines=geometry_lines)
     for j, h, e in job_summary(rows):
         if not h and e > max_error:
             where = drive.fill.path if j == FILL_JOB and drive.fill else drive.jobs[j].path
