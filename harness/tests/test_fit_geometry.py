@@ -6,12 +6,14 @@ the case the reads cannot tell apart (dies against planes that read on
 their own); the closed form against the simulator."""
 
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from blklab import fit, geometry_fit, simulate
+from blklab import fit, geometry_fit, paths, simulate
 from blklab.scenario import PROFILE_DIR, profile_with_precondition
 
 SWEEP = ("randread-qd1", "randread-qd4", "randread-qd16", "randread-qd32")
@@ -121,6 +123,18 @@ def test_dies_and_planes_that_read_on_their_own_are_not_told_apart(tmp_path):
     assert "not their split into dies and planes" in res.text
 
 
+def test_units_far_past_the_deepest_queue_are_shown_only_roughly(tmp_path):
+    # 256 units (8 x 16 dies x 2 planes): at QD32, 128, 256 and 512 units keep
+    # 28.3, 30.0 and 31.0 busy, 64 keep 25.2. Expected before the run: a
+    # choice within a factor 2 of 256, and candidates not told apart named.
+    source = _profile("samsung-970evoplus-1t", dies_per_channel=16, pages_per_block=192)
+    res = fit.fit(_drive(tmp_path, source), start="samsung-970evoplus-1t", guest_fio="3.33",
+                  **SIM)
+    assert res.geometry is not None
+    assert res.geometry.chosen.units in (128, 256, 512)
+    assert any(line.startswith("not told apart") for line in res.geometry.lines)
+
+
 def test_one_read_job_fits_no_geometry(tmp_path):
     drive = _drive(tmp_path, _profile("tlc-250g-used"))
     res = fit.fit(drive, start="tlc-250g-used", names=["randread-qd1"], guest_fio="3.33",
@@ -152,3 +166,20 @@ def test_the_qd1_formula_is_the_simulators_qd1(tmp_path):
     doc = simulate.run(pre, job, 0.2, 1.0, 1)
     iops = simulate.figures(doc, "sim")["read"].values["iops"]
     assert 1e6 / iops == pytest.approx(geometry_fit.qd1_us(keys), rel=0.01)
+
+
+def test_the_reference_sweep_maps_onto_the_read_jobs(tmp_path):
+    script = paths.REPO / "tests" / "reference" / "icpe24-fig1-qd-sweep" / "drive_dir.py"
+    out = tmp_path / "icpe24"
+    subprocess.run([sys.executable, str(script), str(out)], check=True)
+    drive = fit.load_drive(out, [], [], None, guest_fio="3.33")
+    assert sorted(drive.jobs) == sorted(SWEEP)
+    sweep = json.loads(script.with_name("qd_sweep.json").read_text())
+    for name, job in drive.jobs.items():
+        read = job.figures["read"].values
+        assert read["iops"] == sweep[name.removeprefix("randread-qd")]["job"]["read"]["iops"]
+        assert read.get("p50_us") is None  # the runs have no percentiles
+        assert job.ramp_s == 30.0 and job.span == fit.WHOLE
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "already exists; nothing is written" in proc.stderr
