@@ -9,8 +9,11 @@ mean over jobs of each job's mean symmetric relative error
 direction. With a reader beside writers both arbitrations are tried at the
 start values and the better kept; then a deterministic coordinate descent
 moves a few free parameters inside bounded ranges around the start
-profile's values (free_params). The rest of the geometry and every on/off
-switch stay the start profile's.
+profile's values (free_params). Before the search, a drive's read-only
+jobs set the read times and choose the read parallelism among geometries
+of the start's raw size (blklab.geometry_fit), and its fill sets the SLC
+cache and program times (blklab.fill_fit); channels, planes, the link, the
+capacity and every on/off switch stay the start profile's.
 
 How a job is evaluated (what a drive run per docs/characterize-a-drive.md
 is in, as far as the model can be put there cheaply):
@@ -749,6 +752,8 @@ def fit_geometry(ev: Evaluator, text: str, start: str, read_jobs: list[str]
             keys, ev.drive.jobs[QD1_JOB].figures["read"].values["iops"],
             max(read / 4, lo, 0.01), min(read * 4, hi))
         lines.append(line)
+    else:
+        lines.append(f"read times kept: the drive did not run {QD1_JOB}")
     base = set_keys(text, "ssd", values) if values else text
 
     def score(geometry: dict[str, Any]) -> float:
@@ -791,7 +796,10 @@ def coordinate_descent(params: list[Param], f: Callable[[list[float]], float], r
     return x, best
 
 
-def apply(text: str, params: list[Param], x: list[float], start_name: str) -> str:
+def apply(text: str, params: list[Param], x: list[float], start_name: str,
+          origin: dict[str, Any] | None = None) -> str:
+    """`text` with the parameters at `x`; each key's comment names its
+    value in the start profile (`origin`, else the parameter's start)."""
     values: dict[str, Any] = {}
     comments = {}
     for p, u in zip(params, x):
@@ -799,6 +807,8 @@ def apply(text: str, params: list[Param], x: list[float], start_name: str) -> st
         for k, kv in p.keys(v).items():
             values[k] = kv
             old = p.start if k == p.key else p.follow[k]
+            if origin is not None and k in origin:
+                old = origin[k]
             comments[k] = f"fitted by blklab fit ({start_name}: {toml_value(old)})"
     return set_keys(text, "ssd", values, comments)
 
@@ -1010,7 +1020,7 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     x0 = [p.to_unit(p.start) for p in params]
     objective_start = f(x0)
     x, objective = coordinate_descent(params, f, rounds)
-    out_text = apply(text, params, x, start)
+    out_text = apply(text, params, x, start, ssd_keys(profiles[start].read_text()))
     out_text = set_keys(out_text, "device", {"name": _device_name(drive, start)},
                         {"name": "blklab fit"})
     sim_held_out = [n for n in hold_out if n != FILL_JOB]

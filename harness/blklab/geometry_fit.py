@@ -71,7 +71,7 @@ def qd1_us(keys: dict[str, Any]) -> float:
     """o + s + x + l: a lone 4 KiB read's mean time on the profile."""
     link = float(keys.get("host_link_mb_s", 0) or 0)
     return (float(keys.get("controller_overhead_us", 5.0)) + mean_sense_us(keys)
-            + READ_BYTES / float(keys.get("channel_mb_s", 400))
+            + READ_BYTES / float(keys.get("channel_mb_s", 800))
             + (READ_BYTES / link if link else 0.0))
 
 
