@@ -87,6 +87,12 @@ def test_the_read_units_are_recovered_from_another_geometry(recovered):
     assert size == want  # the raw capacity is the start's
 
 
+def test_the_profile_with_the_chosen_geometry_validates(recovered, tmp_path):
+    path = tmp_path / "fitted.toml"
+    path.write_text(recovered.text)
+    fit.check_profile(path)  # devmodel-check: an ordinary profile
+
+
 def test_the_qd1_step_sets_the_sources_read_times(recovered):
     # The start's overhead (3 us), channel and link equal the source's, so
     # one factor on the read times gives the source's: 1.3, within the
