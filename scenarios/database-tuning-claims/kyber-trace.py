@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""kyber's timer runs in each cell of a run of kyber-trace.toml, from its
-tracepoints (cells/<cell>/observe-kyber.txt) and the measured run's bounds
-(the update-start and update-end marks of the guest's uptime):
+"""kyber's timer runs in each cell of a run of a scenario with the kyber
+observer (database-tuning-claims/kyber-trace.toml, etcd-backup/kyber-trace.toml),
+from its tracepoints (cells/<cell>/observe-kyber.txt) and one job's
+measured run's bounds (the JOB-start and JOB-end marks of the guest's
+uptime; JOB is --job, "update" by default):
 
 - every timer run (kyber_latency and kyber_adjust events within 1 ms of
   each other: one kyber_timer_fn) that found a window bad (an I/O p90 of
@@ -12,15 +14,16 @@ tracepoints (cells/<cell>/observe-kyber.txt) and the measured run's bounds
 - the completions kyber counted of requests never started (the
   kyber_unstarted fprobe: io_start_time_ns 0) in the measured run, by op
   (REQ_OP_READ 0, REQ_OP_WRITE 1) and length, beside the measured run's
-  write and flush requests from /sys/block (the cell JSON), and their
-  share of the WRITE I/O samples kyber_timer_fn took in the measured run.
+  write and flush requests from /sys/block (the job's entry in the cell
+  JSON's workload.apps), and their share of the WRITE I/O samples
+  kyber_timer_fn took in the measured run.
 
-  /usr/bin/python3 scenarios/database-tuning-claims/kyber-trace.py RUN
+  /usr/bin/python3 scenarios/database-tuning-claims/kyber-trace.py [--job JOB] RUN
 """
 
+import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 EVENT = re.compile(r"\s(\d+\.\d+): (kyber_latency|kyber_adjust|kyber_throttled|kyber_unstarted): "
@@ -81,15 +84,29 @@ def uptime(cell: Path, mark: str) -> float | None:
     return None
 
 
+def job_entry(cell_json: Path, job: str) -> dict | None:
+    """The job's entry of the cell JSON's workload.apps, or None."""
+    apps = json.loads(cell_json.read_text()).get("workload", {}).get("apps") or []
+    return next((a for a in apps if a.get("name") == job), None)
+
+
 def main() -> None:
-    run_dir = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--job", default="update",
+                        help="the job whose measured run is counted (default: update)")
+    parser.add_argument("run", type=Path, metavar="RUN")
+    args = parser.parse_args()
+    run_dir, job = args.run, args.job
     for cell in sorted((run_dir / "cells").iterdir()):
         trace = cell / "observe-kyber.txt"
         if not trace.exists():
             print(f"{cell.name}: no observe-kyber.txt")
             continue
         evs = list(events(trace))
-        start, end = uptime(cell, "update-start"), uptime(cell, "update-end")
+        start, end = uptime(cell, f"{job}-start"), uptime(cell, f"{job}-end")
+        if start is None or end is None:
+            print(f"{cell.name}: no {job}-start and {job}-end marks (is --job a job of it?)")
+            continue
         print(f"{cell.name}: measured run {start}-{end} s (guest uptime), "
               f"trace {evs[0][0] if evs else '-'}-{evs[-1][0] if evs else '-'} s")
         runs = timer_runs(evs)
@@ -125,8 +142,9 @@ def main() -> None:
         text = ", ".join(f"{k}: {n}" for k, n in sorted(unstarted.items())) or "none"
         stats = ""
         cell_json = run_dir / f"cell-{cell.name}.json"
-        if cell_json.exists():
-            d = json.loads(cell_json.read_text())["workload"]["apps"][0]["disk_stats"]["delta"]
+        entry = job_entry(cell_json, job) if cell_json.exists() else None
+        if entry and entry.get("disk_stats"):
+            d = entry["disk_stats"]["delta"]
             stats = f" (/sys/block: {d['write_ios']} writes, {d['flush_ios']} flushes)"
         print(f"  never started, counted by kyber, in the measured run: {text}{stats}")
         samples = 0
