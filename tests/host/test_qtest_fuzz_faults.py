@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "fuzz" / "qtest"))
 sys.path.insert(0, str(REPO / "harness"))
 
+from blkfuzz import common  # noqa: E402
 from blkfuzz.ahci import Ahci  # noqa: E402
 from blkfuzz.ide import Ide  # noqa: E402
 from blkfuzz.nvme import Nvme  # noqa: E402
@@ -93,3 +94,57 @@ def test_fuzzer_counts_the_kind_each_header_draws():
     for family, inst in ((f, i) for f in FAMILIES for i in sample(f)[:200]):
         kind = inst.header.fault.kind if inst.header.fault else "none"
         assert runner.fault_kind(family, fuzzinput.Input(inst.header.raw, [])) == kind
+
+
+# What fault code (header byte 12 >> 2) each family's inputs were made
+# with, as `kinds[code % len(kinds)]` over the kinds its front end took then:
+# every checked-in input means this fault kind.
+KINDS_INPUTS_WERE_MADE_WITH = {
+    "nvme": ("stall", "slow", "media_error", "media_error", "timeout",
+             "timeout", "reset", "reset"),
+    "ahci-hd": ("stall", "slow", "media_error", "media_error", "timeout",
+                "timeout", "reset", "reset"),
+    "ide-hd": ("stall", "slow", "media_error", "media_error", "timeout",
+               "timeout", "reset", "reset"),
+    "virtio-blk": ("stall", "slow", "media_error", "media_error"),
+}
+QTEST_FUZZ = REPO / "tests" / "fuzz" / "qtest"
+
+
+def checked_in_headers(family):
+    """(path, header bytes) of every input the repository holds for
+    `family`: corpus, regressions and known failures."""
+    return [(p, p.read_bytes()[:16]) for sub in ("corpus", "regressions", "known-failures")
+            for p in sorted((QTEST_FUZZ / family.NAME / sub).glob("*.bin"))]
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=[f.NAME for f in FAMILIES])
+def test_each_code_names_the_kind_inputs_were_made_with(family):
+    made_with = KINDS_INPUTS_WERE_MADE_WITH[family.DEVICE_KIND]
+    for code in range(64):
+        assert (common.fault_kind_of_code(code, family.DEVICE_KIND)
+                == made_with[code % len(made_with)]), code
+
+
+def fault_tables(family):
+    return {path.name: common.fault_table(header, family.DEVICE_KIND, 1 << 21)
+            for path, header in checked_in_headers(family)}
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=[f.NAME for f in FAMILIES])
+def test_a_new_kind_changes_no_checked_in_input(family, monkeypatch):
+    before = fault_tables(family)
+    assert any(before.values()), "no checked-in input has a fault"
+    monkeypatch.setattr(device_faults, "KINDS", ("brownout",) + device_faults.KINDS)
+    monkeypatch.setattr(device_faults, "FRONT_ENDS", {
+        "brownout": ("nvme", "ide-hd", "ahci-hd", "virtio-blk"),
+        **device_faults.FRONT_ENDS})
+    assert fault_tables(family) == before
+
+
+def test_codes_no_checked_in_input_uses_are_left_for_new_kinds():
+    used = {header[12] >> 2 for family in FAMILIES
+            for _, header in checked_in_headers(family) if header[12] % 4}
+    free = sorted(set(range(8, 64)) - used)
+    print(f"fault codes no checked-in input uses: {free}")
+    assert len(free) >= 8

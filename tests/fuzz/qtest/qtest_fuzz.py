@@ -58,9 +58,11 @@ FAMILIES = {"nvme": Nvme, "ahci": Ahci, "ide": Ide, "virtio-blk": VirtioBlk}
 SELFTEST_SEED = 7           # an input every family runs cleanly
 # The marks (run --marks) that are a fault path: the device model's fault
 # events, an NVMe Unrecovered Read Error or Write Fault, CSTS.CFS, an IDE
-# error register with UNC, a virtio-blk or AHCI NCQ media error.
+# error register with UNC, a virtio-blk or AHCI NCQ media error, the AHCI
+# NCQ Command Error log read with a failed command in it.
 FAULT_MARK = re.compile(r"^device_model_(?!origin)|status 0x28[01]$|csts cfs|"
-                        r"^ide error 0x[4-7][0-9a-f] |media error")
+                        r"^ide error 0x[4-7][0-9a-f] |media error|"
+                        r"ncq error log read$")
 INPUT_BEGIN = "----- failing input (zlib, base64) -----"
 INPUT_END = "----- end of failing input -----"
 

@@ -35,6 +35,9 @@ PX_CLB, PX_CLBU, PX_FB, PX_FBU, PX_IS, PX_IE, PX_CMD = 0, 4, 8, 0xC, 0x10, 0x14,
 PX_TFD, PX_SIG, PX_SSTS, PX_SCTL, PX_SERR, PX_SACT, PX_CI = (
     0x20, 0x24, 0x28, 0x2C, 0x30, 0x34, 0x38)
 CMD_ST, CMD_SUD, CMD_POD, CMD_CLO, CMD_FRE = 1, 2, 4, 8, 0x10
+IS_TFES = 1 << 30
+NCQ_ERROR_LOG = 0x10                # READ LOG EXT's log address (LBA 7:0)
+LOG_BUF = 0x300000                  # port p's log page, +p*0x1000 (below BUF_BASE)
 
 NCQ_DEPTHS = [32, 32, 1, 2, 4, 8, 31, 16]
 
@@ -85,6 +88,11 @@ class Ahci(Family):
         self.busy = [0] * PORTS
         self.abar = ABAR
         self.pci = None
+        # The drive under test fails NCQ commands (0066) only with a
+        # media_error fault: then a reap recovers as libata does. Other
+        # inputs reap as they always did.
+        fault = self.header.fault
+        self.ncq_errors = bool(fault) and fault.kind == "media_error"
 
     def qemu_args(self):
         h = self.header
@@ -110,9 +118,18 @@ class Ahci(Family):
     NCQ_MARKS = {"ncq_media_error": "ahci ncq media error",
                  "ncq_abort": "ahci ncq media error aborted a command"}
 
+    # READ LOG EXT of the NCQ Command Error log (0066), with the failed
+    # command in it or with the NQ bit (no NCQ error since the last read).
+    LOG_READ = re.compile(r"^(?:\d+@[0-9.]+:)?ide_read_log_ext_ncq_error .*"
+                          r"error ([01]) ", re.M)
+
     def marks(self, trace_text):
-        return {mark for event, mark in self.NCQ_MARKS.items()
-                if re.search(rf"^(?:\d+@[0-9.]+:)?{event} ", trace_text, re.M)}
+        found = {mark for event, mark in self.NCQ_MARKS.items()
+                 if re.search(rf"^(?:\d+@[0-9.]+:)?{event} ", trace_text, re.M)}
+        for error in set(self.LOG_READ.findall(trace_text)):
+            found.add("ahci ncq error log read" if error == "1"
+                      else "ahci ncq error log read, no error")
+        return found
 
     def describe(self):
         return (f"{self.header.describe()} ncq-depth={self.ncq_depth} "
@@ -341,15 +358,40 @@ class Ahci(Family):
     def op_reap(self, vm, a):
         vm.clock_step(0)         # one more main loop iteration first
         done = []
+        recover = a.u8() if a else 255      # the run's last reap (finish) only reaps
         for port in range(3):
             pis = self.pread(vm, port, PX_IS)
+            sact = self.pread(vm, port, PX_SACT)
             if pis:
                 self.pwrite(vm, port, PX_IS, pis)
+            desc = f"p{port} is={pis:#x}"
+            if (port == 0 and self.ncq_errors and pis & IS_TFES and sact
+                    and recover < 192):
+                desc += " " + self.read_ncq_error_log(vm, port)
             self.busy[port] = (self.pread(vm, port, PX_CI) |
                                self.pread(vm, port, PX_SACT))
-            done.append(f"p{port} is={pis:#x} busy={self.busy[port]:#x}")
+            done.append(f"{desc} busy={self.busy[port]:#x}")
         vm.writel(self.abar + IS, vm.readl(self.abar + IS))
         return " ".join(done)
+
+    def read_ncq_error_log(self, vm, port):
+        """What libata's error handler does for a task file error while NCQ
+        commands are outstanding on the drive under test (ahci_error_handler(), then
+        ata_eh_read_log_10h()): stop and restart the command engine, then
+        READ LOG EXT (2Fh) of the NCQ Command Error log, 10h, page 0, one
+        page, PIO data-in to RAM. The drive returns the failed command's tag
+        and ends its NCQ error condition (qemu-patches/0066)."""
+        self.pwrite(vm, port, PX_CMD, CMD_SUD | CMD_POD | CMD_FRE)
+        self.pwrite(vm, port, PX_SERR, 0xFFFFFFFF)
+        self.pwrite(vm, port, PX_IS, 0xFFFFFFFF)
+        self.pwrite(vm, port, PX_CMD, CMD_SUD | CMD_POD | CMD_FRE | CMD_ST)
+        fis = self.fis(0x2F, NCQ_ERROR_LOG, 1, 0, 0, 0)
+        buf = LOG_BUF + port * 0x1000
+        prd = buf.to_bytes(8, "little") + bytes(4) + (511).to_bytes(4, "little")
+        self.write_command(vm, port, 0, fis, False, 1, prd, 0)
+        self.pwrite(vm, port, PX_CI, 1)
+        vm.clock_step(0)
+        return f"read log 10h: {vm.memread(buf, 1)[0]:#x}"
 
     def op_port_reset(self, vm, a):
         port = self.pick_port(a.u8())
