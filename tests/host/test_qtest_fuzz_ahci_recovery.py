@@ -6,10 +6,13 @@ starts the port and reads the NCQ Command Error log (READ LOG EXT, 10h).
 The input is the checked-in corpus seed built for it: a media_error fault
 on every LBA from the origin, two READ FPDMA QUEUED (tags 0 and 2), clock
 steps, a reap, a third read, a step, a reap. From qemu-patches/0066: the
-log holds the first command that failed, tag 0 (byte 0 = 0x00, NQ clear);
-reading it ended the condition, so the third read (tag 2) is accepted, fails
-on the same fault, and the second log read returns tag 2. QEMU from
-$BLKLAB_QEMU_DIR or build/qemu; skipped without a build.
+log holds the first command that failed (byte 0 = its tag, NQ clear), and
+reading it ends the condition, so the next NCQ command is accepted and
+fails on the same fault. With every LBA failing, each log read returns the
+first NCQ command issued on the port since the previous log read: the test
+takes those tags from the run's own issue lines rather than writing them
+down (for this seed, tags 0 then 2). QEMU from $BLKLAB_QEMU_DIR or
+build/qemu; skipped without a build.
 """
 
 import os
@@ -37,9 +40,19 @@ def test_reap_after_ncq_media_error_reads_the_log(tmp_path, monkeypatch):
     r = runner.run_input(Ahci, inp, str(QEMU), tmp_path / "work", trace=True,
                          coverage=True)
     assert r.verdict.ok, r.verdict
-    reads = [line.split("read log 10h: ")[1].split()[0]
-             for line in r.trace if "read log 10h" in line]
-    assert reads == ["0x0", "0x2"], r.trace
+    expected, got, first = [], [], None
+    for line in r.trace:
+        words = line.split()
+        ncq_on_p0 = words[1:3] == ["issue", "p0"] and (
+            "cmd=0x60" in words or "cmd=0x61" in words)   # READ/WRITE FPDMA QUEUED
+        if ncq_on_p0 and first is None:
+            first = int(line.split("tag=")[1].split()[0])
+        if "read log 10h: " in line:
+            expected.append(first)
+            got.append(int(line.split("read log 10h: ")[1].split()[0], 16))
+            first = None
+    assert len(got) == 2 and None not in expected, r.trace
+    assert got == expected, r.trace
     assert {"ahci ncq media error", "ahci ncq error log read"} <= r.marks
 
 
