@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The guest CPU's time per 4 KiB read on four paths, per CPU preset and
+"""The guest CPU's time per 4 KiB read on five paths, per CPU preset and
 kernel series, against published measurements on a named CPU, and the ratio
 (docs/cpus.md).
 
