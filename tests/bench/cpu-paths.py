@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""The guest CPU's time per 4 KiB read on four paths, per CPU preset and
+"""The guest CPU's time per 4 KiB read on five paths, per CPU preset and
 kernel series, against published measurements on a named CPU, and the ratio
 (docs/cpus.md).
 
 tests/bench/cpu-paths.toml runs the paths on one vCPU: interrupt-driven and
 polled io_uring at QD128 on a fixed 10 us drive, where the vCPU is never idle
-and its time per read is 1 / IOPS; interrupt-driven io_uring and psync at QD1
-on the 980 PRO-class profile, where the time per read is fio's usr + sys per
-read, as the published runs give it. The published figures are fio's own
+and its time per read is 1 / IOPS; interrupt-driven io_uring at QD1 on the 980
+PRO-class profile and on the fixed 10 us drive (irq-qd1-10us), and psync at QD1
+on the fixed 10 us drive, where the time per read is fio's usr + sys per read,
+as the published runs give it. The published figures are fio's own
 (usr_cpu + sys_cpu) / IOPS from raw JSON (docs/cpus.md names the files).
 
 Usage: tests/bench/cpu-paths.py [--cpus A,B] [--kernels 6.1,6.12] [--keep DIR]
@@ -31,10 +32,15 @@ sys.path.insert(0, str(REPO / "harness"))
 from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
 from blklab import cpus  # noqa: E402
 
-PATHS = ("irq-qd128", "polled-qd128", "irq-qd1", "psync-qd1")
+PATHS = ("irq-qd128", "polled-qd128", "irq-qd1", "psync-qd1", "irq-qd1-10us")
 # Which cell (drive) each path is read from.
-# psync-qd1's published drive answered in 11.7 us: the fixed 10 us drive.
-DRIVE = {"irq-qd128": "fast", "polled-qd128": "fast", "irq-qd1": "pro", "psync-qd1": "fast"}
+# psync-qd1's and irq-qd1-10us's published drive answered in 10-12 us: the
+# fixed 10 us drive.
+DRIVE = {"irq-qd128": "fast", "polled-qd128": "fast", "irq-qd1": "pro", "psync-qd1": "fast",
+         "irq-qd1-10us": "fast"}
+# The job (in tests/bench/cpu-paths.toml) a path reads, where it is not the
+# path's own name: every job runs on both drives.
+JOB = {"irq-qd1-10us": "irq-qd1"}
 # fig-1 of the ICPE artifact: one io_uring job at queue depths 1 to 256 on
 # the Cascade Lake core, trimmed (tests/reference/icpe24-fig1-qd-sweep).
 QD_SWEEP = REPO / "tests" / "reference" / "icpe24-fig1-qd-sweep" / "qd_sweep.json"
@@ -55,6 +61,9 @@ PUBLISHED = {
         "polled-qd128": (2982, f"{CHEOPS} example_results/7-multi_thread iou_c_t_1: hipri, "
                                "334,932 IOPS, usr 49.01% + sys 50.88%; Linux 5.15.79, the same "
                                "unnamed CPU; its scripts set no poll queues"),
+        "irq-qd1-10us": (5350, f"{CHEOPS} example_results/2-iops_d1_qd1 iou_dev1: 81,307 IOPS, "
+                               "usr 14.14% + sys 29.36%; Linux 5.15.79, the same unnamed CPU, "
+                               "a drive answering in 9.9 us (clat)"),
     },
 }
 
@@ -75,7 +84,8 @@ def run(cpu: str, kernel: str, out: Path) -> dict[str, dict]:
 
 
 def job_of(cells: dict[str, dict], path: str) -> dict:
-    (j,) = [j for j in cells[DRIVE[path]]["workload"]["jobs"] if j["jobname"] == path]
+    name = JOB.get(path, path)
+    (j,) = [j for j in cells[DRIVE[path]]["workload"]["jobs"] if j["jobname"] == name]
     if not j["read"]["total_ios"]:
         sys.exit(f"cpu-paths: job {path} did no I/O")
     return j
