@@ -39,7 +39,8 @@ the fitted profile's own fill, run at full size, gives its error rows.
 
 Refused, naming the file and the job, with nothing written: a job asked
 for that the drive did not run, a file that is not fio JSON or is from
-another fio major version than the guest's, a job that did no I/O, a fill
+another fio major version than the guest's, a job run with another rw or
+bs than the suite's job file, a job that did no I/O, a fill
 log that is missing, empty, not fio's or too short to measure, no job that
 maps, and a fit whose error stays above --max-error for a job.
 """
@@ -191,6 +192,43 @@ def recorded_conditions(doc: dict[str, Any], path: Path, job: str, meta: dict[st
     return ramp_s, (offset, min(size, 1 - offset))
 
 
+def _fio_bytes(path: Path, job: str, value: str) -> int:
+    m = _FIO_BYTES.match(value.strip())
+    if not m:
+        raise FitError(f"{path}: job {job}: bs={value}: not a fio size")
+    return int(m.group(1)) * (_FIO_UNITS[m.group(2)[0].lower()] if m.group(2) else 1)
+
+
+def check_options(doc: dict[str, Any], path: Path, job: str, job_text: str) -> None:
+    """Each fio job of the drive's result that records rw or bs (its own
+    options over the global ones) ran as a section of the suite's job file
+    (`job_text`, expanded): another rw or block size measured something
+    else. Refused, naming the file, the job and both values."""
+    wanted = []
+    sections = simulate.sections(job_text)
+    shared = dict(next((o for n, o in sections if n == "global"), {}))
+    for n, own in sections:
+        if n != "global":
+            o = shared | own
+            wanted.append((o.get("rw", "read"), _fio_bytes(path, job, o.get("bs", "4k"))))
+    glob = doc.get("global options", {})
+    glob = glob if isinstance(glob, dict) else {}
+    for j in doc.get("jobs", []):
+        own = j.get("job options", {}) if isinstance(j, dict) else {}
+        o = glob | (own if isinstance(own, dict) else {})
+        suite = ", ".join(f"rw={rw} bs={bs}" for rw, bs in wanted)
+        rw = o.get("rw", o.get("readwrite"))
+        if rw is not None and rw not in {w for w, _ in wanted}:
+            raise FitError(f"{path}: job {job}: fio ran rw={rw}; the suite's {job}.fio "
+                           f"runs {suite}")
+        if "bs" in o:
+            sizes = [_fio_bytes(path, job, v) for v in str(o["bs"]).split(",") if v]
+            fits = {bs for w, bs in wanted if rw is None or w == rw}
+            if any(b not in fits for b in sizes):
+                raise FitError(f"{path}: job {job}: fio ran bs={o['bs']}; the suite's "
+                               f"{job}.fio runs {suite}")
+
+
 def _meta(drive_dir: Path) -> dict[str, Any]:
     path = drive_dir / cc.DRIVE_META
     if not path.exists():
@@ -227,6 +265,8 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
         knobs["RAMP"] = ramp
     ramp_s = characterize.seconds(knobs["RAMP"], "RAMP")
     mapping = simulate.suite_sim_jobs(knobs)
+    texts = {j.name: characterize.expand(j, knobs | {"FILL_SIZE": "100%"})
+             for j in characterize.suite()}
     jobs, unmapped = {}, {}
     fill = None
     for n in list(dict.fromkeys((names or sorted(found)) + hold_out)):
@@ -247,6 +287,7 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
             continue
         doc = compare_fio.load_fio_json(found[n])
         cc.check_version(str(found[n]), n, doc, guest_fio)
+        check_options(doc, found[n], n, texts[n])
         figs = simulate.figures(doc, str(found[n]))
         if not figs:
             raise FitError(f"{found[n]}: job {n}: no fio job did any I/O")
