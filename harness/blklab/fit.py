@@ -1069,7 +1069,7 @@ def header(res: Result) -> str:
         lines.append("the model's fill runs from empty at full size, logged as the drive's):")
         lines += [f"  {line}" for line in fill_lines(res)]
     if res.geometry_lines:
-        lines.append("Read parallelism (from the read-only jobs, at the proxy; the rule: "
+        lines.append("Read parallelism (from the random-read jobs, at the proxy; the rule: "
                      "docs/characterize-a-drive.md):")
         lines += [f"  {line}" for line in res.geometry_lines]
     if res.link_lines:

@@ -6,6 +6,7 @@ the model wrote"), set from its formulas before the tests were run: a
 link recovered, channels that a link cannot be told apart from, a link
 that never binds, and a drive without the sequential reads."""
 
+import json
 import re
 import tomllib
 
@@ -74,6 +75,10 @@ def test_the_header_records_the_link_step(link_binds, tmp_path):
     assert "seqread-qd32.json" in head and "seqread-qd1.json" in head
     for job in ("seqread-qd1", "seqread-qd32"):
         assert f"job {job} (fitted): mean error" in head
+    out = json.loads(fit.render(link_binds, "json"))
+    assert out["link"]["keys"]["host_link_mb_s"]["start"] == 3500
+    assert out["link"]["lines"] == link_binds.link_lines
+    assert "link: host_link_mb_s: 3500 -> " in fit.render(link_binds, "text")
     path = tmp_path / "fitted.toml"
     path.write_text(link_binds.text)
     fit.check_profile(path)  # devmodel-check: an ordinary profile
