@@ -67,13 +67,22 @@ if [ $list = 1 ]; then
 fi
 
 # Which jobs: the fill first (it leaves the drive full, as the others
-# expect), then the rest by name.
+# expect), then those that only read, by name, on the drive as the fill
+# left it (sequential reads meet pages in the order they were written, as
+# on blklab's full drive), then those that write, by name.
 if [ ${#jobs[@]} -eq 0 ]; then
     [ -n "$FILL_SIZE" ] && jobs+=(fill)
+    writers=()
     for f in "$jobdir"/*.fio; do
         n=$(basename "$f" .fio)
-        [ "$n" = fill ] || jobs+=("$n")
+        [ "$n" = fill ] && continue
+        if grep -Eq '^rw=(write|randwrite|rw|readwrite|randrw|trim|randtrim|trimwrite)$' "$f"; then
+            writers+=("$n")
+        else
+            jobs+=("$n")
+        fi
     done
+    jobs+=("${writers[@]}")
 fi
 for n in "${jobs[@]}"; do
     [ -f "$jobdir/$n.fio" ] || die "--job $n: no $jobdir/$n.fio (--list names the jobs)"

@@ -9,11 +9,12 @@ mean over jobs of each job's mean symmetric relative error
 direction. With a reader beside writers both arbitrations are tried at the
 start values and the better kept; then a deterministic coordinate descent
 moves a few free parameters inside bounded ranges around the start
-profile's values (free_params). Before the search, a drive's read-only
-jobs set the read times and choose the read parallelism among geometries
-of the start's raw size (blklab.geometry_fit), and its fill sets the SLC
-cache and program times (blklab.fill_fit); channels, planes, the link, the
-capacity and every on/off switch stay the start profile's.
+profile's values (free_params). Before the search, a drive's random reads
+set the read times and choose the read parallelism among geometries of the
+start's raw size (blklab.geometry_fit), its sequential reads set the link
+and the channel rate (blklab.link_fit), and its fill sets the SLC cache and
+program times (blklab.fill_fit); the channel count, planes, the capacity
+and every on/off switch stay the start profile's.
 
 How a job is evaluated (what a drive run per docs/characterize-a-drive.md
 is in, as far as the model can be put there cheaply):
@@ -39,7 +40,8 @@ the fitted profile's own fill, run at full size, gives its error rows.
 
 Refused, naming the file and the job, with nothing written: a job asked
 for that the drive did not run, a file that is not fio JSON or is from
-another fio major version than the guest's, a job that did no I/O, a fill
+another fio major version than the guest's, a job run with another rw or
+bs than the suite's job file, a job that did no I/O, a fill
 log that is missing, empty, not fio's or too short to measure, no job that
 maps, and a fit whose error stays above --max-error for a job.
 """
@@ -60,7 +62,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from blklab import (characterize, characterize_compare as cc, compare_fio, fill_fit, fill_log,
-                    geometry_fit, paths, simulate)
+                    geometry_fit, link_fit, paths, simulate)
 from blklab.errors import BlklabError
 from blklab.scenario import PROFILE_DIR, profile_with_precondition
 
@@ -191,6 +193,43 @@ def recorded_conditions(doc: dict[str, Any], path: Path, job: str, meta: dict[st
     return ramp_s, (offset, min(size, 1 - offset))
 
 
+def _fio_bytes(path: Path, job: str, value: str) -> int:
+    m = _FIO_BYTES.match(value.strip())
+    if not m:
+        raise FitError(f"{path}: job {job}: bs={value}: not a fio size")
+    return int(m.group(1)) * (_FIO_UNITS[m.group(2)[0].lower()] if m.group(2) else 1)
+
+
+def check_options(doc: dict[str, Any], path: Path, job: str, job_text: str) -> None:
+    """Each fio job of the drive's result that records rw or bs (its own
+    options over the global ones) ran as a section of the suite's job file
+    (`job_text`, expanded): another rw or block size measured something
+    else. Refused, naming the file, the job and both values."""
+    wanted = []
+    sections = simulate.sections(job_text)
+    shared = dict(next((o for n, o in sections if n == "global"), {}))
+    for n, own in sections:
+        if n != "global":
+            o = shared | own
+            wanted.append((o.get("rw", "read"), _fio_bytes(path, job, o.get("bs", "4k"))))
+    glob = doc.get("global options", {})
+    glob = glob if isinstance(glob, dict) else {}
+    for j in doc.get("jobs", []):
+        own = j.get("job options", {}) if isinstance(j, dict) else {}
+        o = glob | (own if isinstance(own, dict) else {})
+        suite = ", ".join(f"rw={rw} bs={bs}" for rw, bs in wanted)
+        rw = o.get("rw", o.get("readwrite"))
+        if rw is not None and rw not in {w for w, _ in wanted}:
+            raise FitError(f"{path}: job {job}: fio ran rw={rw}; the suite's {job}.fio "
+                           f"runs {suite}")
+        if "bs" in o:
+            sizes = [_fio_bytes(path, job, v) for v in str(o["bs"]).split(",") if v]
+            fits = {bs for w, bs in wanted if rw is None or w == rw}
+            if any(b not in fits for b in sizes):
+                raise FitError(f"{path}: job {job}: fio ran bs={o['bs']}; the suite's "
+                               f"{job}.fio runs {suite}")
+
+
 def _meta(drive_dir: Path) -> dict[str, Any]:
     path = drive_dir / cc.DRIVE_META
     if not path.exists():
@@ -227,6 +266,8 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
         knobs["RAMP"] = ramp
     ramp_s = characterize.seconds(knobs["RAMP"], "RAMP")
     mapping = simulate.suite_sim_jobs(knobs)
+    texts = {j.name: characterize.expand(j, knobs | {"FILL_SIZE": "100%"})
+             for j in characterize.suite()}
     jobs, unmapped = {}, {}
     fill = None
     for n in list(dict.fromkeys((names or sorted(found)) + hold_out)):
@@ -247,6 +288,7 @@ def load_drive(drive_dir: Path, names: list[str], hold_out: list[str], ramp: str
             continue
         doc = compare_fio.load_fio_json(found[n])
         cc.check_version(str(found[n]), n, doc, guest_fio)
+        check_options(doc, found[n], n, texts[n])
         figs = simulate.figures(doc, str(found[n]))
         if not figs:
             raise FitError(f"{found[n]}: job {n}: no fio job did any I/O")
@@ -666,6 +708,14 @@ def geometry_lines(res: Result) -> list[str]:
             "read units"] + [f"read parallelism: {line}" for line in res.geometry_lines]
 
 
+def link_lines(res: Result) -> list[str]:
+    """What the sequential reads did to the link and channels, for every
+    format."""
+    return ([f"link: {k}: {toml_value(s)} -> {toml_value(v)}"
+             for k, (s, v) in res.link_keys.items()]
+            + [f"link: {line}" for line in res.link_lines])
+
+
 def fill_lines(res: Result) -> list[str]:
     """What the fill did to the profile, for every format."""
     f = res.drive.fill
@@ -768,6 +818,92 @@ def fit_geometry(ev: Evaluator, text: str, start: str, read_jobs: list[str]
     return (set_keys(text, "ssd", choice.values, comments) if choice.values else text), choice
 
 
+def _iops(figs: dict[str, compare_fio.Figures]) -> float:
+    return float(figs["read"].values["iops"])
+
+
+def reread(ev: Evaluator, text: str, start: str, origin: dict[str, Any], fitted: list[str]
+           ) -> str:
+    """`text` with the read times set again from the drive's randread-qd1
+    (geometry_fit.sense_for_qd1), as the read step sets them, when it is
+    fitted to."""
+    if QD1_JOB not in fitted:
+        return text
+    read = float(origin.get("page_read_us", 50.0))
+    lo, hi = _key_ranges().get("page_read_us", (0.0, 100000.0))
+    values, _ = geometry_fit.sense_for_qd1(ssd_keys(text), _iops(ev.drive.jobs[QD1_JOB].figures),
+                                           max(read / 4, lo, 0.01), min(read * 4, hi))
+    comments = {k: f"fitted by blklab fit to the reads ({start}: {toml_value(origin.get(k, 0))})"
+                for k in values}
+    return set_keys(text, "ssd", values, comments)
+
+
+def fit_link(ev: Evaluator, text: str, start: str, origin: dict[str, Any], fitted: list[str],
+             read_jobs: list[str]) -> tuple[str, list[str]]:
+    """The link and the channel rate from the drive's sequential reads
+    (blklab.link_fit), set in `text` with the read times set again; and
+    lines saying what was done."""
+    jobs = ev.drive.jobs
+    if link_fit.SEQ_JOB not in fitted:
+        why = "held out" if link_fit.SEQ_JOB in jobs else f"no {link_fit.SEQ_JOB} job"
+        return text, [f"not fitted: {why}; host_link_mb_s and channel_mb_s are the start's"]
+    keys = ssd_keys(text)
+    factor = proxy_factor(keys)
+    r = _iops(jobs[link_fit.SEQ_JOB].figures) * link_fit.SEQ_BYTES / 1e6
+    unlinked = set_keys(text, "ssd", {"host_link_mb_s": 0})
+    m = _iops(ev.figures(unlinked, jobs[link_fit.SEQ_JOB], factor)) * link_fit.SEQ_BYTES / 1e6
+    d = d0 = None
+    if link_fit.SEQ_QD1_JOB in fitted and QD1_JOB in fitted:
+        seq1, rand1 = jobs[link_fit.SEQ_QD1_JOB], jobs[QD1_JOB]
+        d = 1e6 / _iops(seq1.figures) - 1e6 / _iops(rand1.figures)
+        d0 = (1e6 / _iops(ev.figures(text, seq1, factor))
+              - 1e6 / _iops(ev.figures(text, rand1, factor)))
+    sol = link_fit.solve(keys, r, m, d, d0, _key_ranges())
+    lines = list(sol.lines)
+
+    def comments(values: dict[str, Any]) -> dict[str, str]:
+        return {k: f"fitted by blklab fit to the sequential reads ({start}: "
+                   f"{toml_value(origin.get(k, 0))})" for k in values}
+
+    if not sol.binding:
+        if not sol.values:
+            return text, lines
+        return reread(ev, set_keys(text, "ssd", sol.values, comments(sol.values)), start,
+                      origin, fitted), lines
+    if not sol.candidates:
+        lines.append("not fitted: no candidate holds; host_link_mb_s and channel_mb_s are "
+                     "the start's")
+        return text, lines
+    def placed(c: link_fit.Candidate) -> str:
+        return reread(ev, set_keys(text, "ssd", c.values, comments(c.values)), start, origin,
+                      fitted)
+
+    cands = list(sol.candidates)
+    if d is not None:  # each corrected once against the model's own D on it
+        refined = []
+        for c in cands:
+            t = placed(c)
+            dc = (1e6 / _iops(ev.figures(t, jobs[link_fit.SEQ_QD1_JOB], factor))
+                  - 1e6 / _iops(ev.figures(t, jobs[QD1_JOB], factor)))
+            new, line = link_fit.refine(c, keys, r, d, dc, _key_ranges())
+            lines.append(line)
+            if new is not None:
+                refined.append(new)
+        cands = refined
+        if not cands:
+            lines.append("not fitted: no candidate holds; host_link_mb_s and channel_mb_s are "
+                         "the start's")
+            return text, lines
+    texts = [placed(c) for c in cands]
+    if len(cands) == 1:
+        lines.append(link_fit.candidate_line(cands[0], None, True))
+        return texts[0], lines
+    scores = [(c, ev.objective(t, read_jobs, factor)) for c, t in zip(cands, texts)]
+    chosen, more = link_fit.choose(scores)
+    lines += more
+    return texts[cands.index(chosen)], lines
+
+
 def coordinate_descent(params: list[Param], f: Callable[[list[float]], float], rounds: int
                        ) -> tuple[list[float], float]:
     """Minimises f over [0, 1]^n: per round, each coordinate in turn tries
@@ -836,6 +972,8 @@ class Result:
     fill_notes: list[str] = field(default_factory=list)
     geometry: geometry_fit.Choice | None = None
     geometry_lines: list[str] = field(default_factory=list)
+    link_lines: list[str] = field(default_factory=list)
+    link_keys: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # key: (start, fitted)
 
 
 def _fmt(v: float | None) -> str:
@@ -872,6 +1010,8 @@ def render(res: Result, fmt: str) -> str:
                 "candidates": [{"dies_per_channel": c.dies_per_channel, "units": c.units,
                                 "keys": c.values, "error": e} for c, e in res.geometry.scores],
                 "lines": res.geometry_lines},
+            "link": {"keys": {k: {"start": s, "fitted": v} for k, (s, v) in res.link_keys.items()},
+                     "lines": res.link_lines},
             "fill": None if res.drive.fill is None else {
                 "log": str(res.drive.fill.path),
                 "held_out": res.drive.fill_held_out,
@@ -892,7 +1032,7 @@ def render(res: Result, fmt: str) -> str:
         lines += ["", "| job | set | mean error |", "|---|---|---:|"]
         lines += [f"| {j} | {'held out' if h else 'fitted'} | {e:.2f} |"
                   for j, h, e in job_summary(res.rows)]
-        extra = geometry_lines(res) + fill_lines(res)
+        extra = geometry_lines(res) + link_lines(res) + fill_lines(res)
         if extra:
             lines += [""] + [f"- {line}" for line in extra]
         return "\n".join(lines) + "\n"
@@ -901,7 +1041,7 @@ def render(res: Result, fmt: str) -> str:
     lines += [f"job {j} ({'held out' if h else 'fitted'}): mean error {e:.2f}"
               for j, h, e in job_summary(res.rows)]
     lines += [f"not simulated: {j}: {why}" for j, why in res.drive.unmapped.items()]
-    lines += geometry_lines(res) + fill_lines(res)
+    lines += geometry_lines(res) + link_lines(res) + fill_lines(res)
     return "\n".join(lines) + "\n"
 
 
@@ -929,9 +1069,15 @@ def header(res: Result) -> str:
         lines.append("the model's fill runs from empty at full size, logged as the drive's):")
         lines += [f"  {line}" for line in fill_lines(res)]
     if res.geometry_lines:
-        lines.append("Read parallelism (from the read-only jobs, at the proxy; the rule: "
+        lines.append("Read parallelism (from the random-read jobs, at the proxy; the rule: "
                      "docs/characterize-a-drive.md):")
         lines += [f"  {line}" for line in res.geometry_lines]
+    if res.link_lines:
+        lines.append("Link and channels (from the sequential reads, at the proxy; the rule: "
+                     "docs/characterize-a-drive.md):")
+        lines += [f"  {k}: {toml_value(s)} -> {toml_value(v)}"
+                  for k, (s, v) in res.link_keys.items()]
+        lines += [f"  {line}" for line in res.link_lines]
     lines += [] if not res.drive.jobs else [
         "Evaluated with devmodel-sim; the drive's ramp and span per job: " + "; ".join(
             f"{n} {j.ramp_s:g} s, {_span_text(j.span)}" for n, j in res.drive.jobs.items()) + ";",
@@ -981,13 +1127,19 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     keys = ssd_keys(text)
     geometry, geometry_lines = None, []
     read_jobs = [n for n in fitted if drive.jobs[n].sim.reads and not drive.jobs[n].sim.writes]
-    if len(read_jobs) >= 2:
-        text, geometry = fit_geometry(ev, text, start, read_jobs)
+    random_reads = [n for n in read_jobs if n not in link_fit.SEQ_JOBS]
+    if len(random_reads) >= 2:
+        text, geometry = fit_geometry(ev, text, start, random_reads)
         keys = ssd_keys(text)
         geometry_lines = geometry.lines
-    elif read_jobs:
-        geometry_lines = [f"not fitted: one read-only job ({read_jobs[0]}) shows no "
+    elif random_reads:
+        geometry_lines = [f"not fitted: one random-read job ({random_reads[0]}) shows no "
                           "parallelism; the start's geometry kept"]
+    origin = ssd_keys(profiles[start].read_text())
+    text, link_lines_ = fit_link(ev, text, start, origin, fitted, read_jobs)
+    keys = ssd_keys(text)
+    link_keys = {k: (origin.get(k, 0), keys.get(k, 0)) for k in ("host_link_mb_s", "channel_mb_s")
+                 if keys.get(k, 0) != origin.get(k, 0)}
     factor = proxy_factor(keys)
     fill_keys = None
     if drive.fill is not None and not drive.fill_held_out:
@@ -1032,7 +1184,8 @@ def fit(drive_dir: Path, start: str | None = None, names: list[str] | None = Non
     res = Result(drive, start, reason, params, {p.key: p.value(u) for p, u in zip(params, x)},
                  fitted, sim_held_out, rows, objective_start, objective, ev.runs, factor,
                  fill_keys=fill_keys, fill_model=fill_model, fill_notes=fill_notes,
-                 geometry=geometry, geometry_lines=geometry_lines)
+                 geometry=geometry, geometry_lines=geometry_lines, link_lines=link_lines_,
+                 link_keys=link_keys)
     for j, h, e in job_summary(rows):
         if not h and e > max_error:
             where = drive.fill.path if j == FILL_JOB and drive.fill else drive.jobs[j].path

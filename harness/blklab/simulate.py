@@ -77,7 +77,7 @@ def devmodel_sim() -> Path:
     return tool
 
 
-def _sections(text: str) -> list[tuple[str, dict[str, str]]]:
+def sections(text: str) -> list[tuple[str, dict[str, str]]]:
     out: list[tuple[str, dict[str, str]]] = []
     for line in text.splitlines():
         line = line.strip()
@@ -98,10 +98,10 @@ def sim_job(job: characterize.SuiteJob, knobs: dict[str, str]) -> SimJob | Unmap
     if any(k in characterize.OPTIONAL_KNOBS for k in job.knobs):
         return Unmapped(job.name, "a whole-drive write of FILL_SIZE, not a timed job: too long "
                         "to simulate per candidate profile")
-    sections = _sections(characterize.expand(job, knobs))
-    shared = dict(next((o for n, o in sections if n == "global"), {}))
+    parsed = sections(characterize.expand(job, knobs))
+    shared = dict(next((o for n, o in parsed if n == "global"), {}))
     specs, reads, writes, write_bs = [], False, False, 0
-    for name, own in sections:
+    for name, own in parsed:
         if name == "global":
             continue
         options = shared | own

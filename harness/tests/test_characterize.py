@@ -11,7 +11,7 @@ import pytest
 
 from blklab import characterize as ch
 from blklab import characterize_compare as cc
-from blklab import blkgen_options, cli, jobfiles, paths
+from blklab import blkgen_options, cli, jobfiles, paths, simulate
 from blklab import scenario as scenario_mod
 from blklab.errors import BlklabError
 
@@ -110,6 +110,28 @@ def test_the_drive_script_refuses_without_device_and_flag(args, message, tmp_pat
     assert proc.returncode == 2
     assert message in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_drive_script_runs_the_jobs_that_only_read_before_those_that_write():
+    # The script's own block that orders the jobs, run alone: the fill, then
+    # every job that only reads (the sequential reads meet the fill's order),
+    # then every job that writes.
+    text = (REPO / "tools" / "characterize-drive.sh").read_text()
+    block = text[text.index("# Which jobs:"):]
+    block = block[:block.index("\nfi\n") + 4]
+    proc = subprocess.run(["bash", "-c", "set -euo pipefail; jobs=(); " + block
+                           + 'echo "${jobs[@]}"'], capture_output=True, text=True, timeout=30,
+                          env={"jobdir": str(ch.JOB_DIR), "FILL_SIZE": "100%",
+                               "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    order = proc.stdout.split()
+    writes = {j.name for j in ch.suite()
+              if any(isinstance(s, simulate.SimJob) and s.writes
+                     for s in [simulate.sim_job(j, ch.defaults())])}
+    assert order[0] == "fill" and sorted(order) == sorted(j.name for j in ch.suite())
+    first_writer = min(order.index(n) for n in writes)
+    assert all(order.index(n) < first_writer for n in order[1:] if n not in writes)
+    assert {"seqread-qd1", "seqread-qd32", "mix-70-30"} <= set(order)
 
 
 def test_the_script_wants_the_destroy_flag_before_anything_else():

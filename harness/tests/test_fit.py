@@ -199,3 +199,22 @@ def test_load_drive_refuses_a_hold_out_the_drive_did_not_run():
 def test_holding_out_every_job_leaves_nothing_to_fit():
     with pytest.raises(fit.FitError, match="every job is held out"):
         fit.load_drive(REFERENCE, [], ["read-beside-writes-max"], None, guest_fio="3.33")
+
+
+def test_a_drive_job_run_with_another_block_size_or_rw_is_refused(tmp_path):
+    with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: fio ran bs=128k; the "
+                       f"suite's {JOB}.fio runs rw=randread bs=4096, rw=randwrite bs=4096"):
+        fit.load_drive(_reference_copy(tmp_path, bs="128k"), [], [], None, guest_fio="3.33")
+    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    doc["jobs"][0]["job options"]["rw"] = "write"
+    (tmp_path / f"{JOB}.json").write_text(json.dumps(doc))
+    with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: fio ran rw=write;"):
+        fit.load_drive(tmp_path, [], [], None, guest_fio="3.33")
+
+
+def test_the_sequential_reads_map_as_128k_reads_in_order():
+    jobs = simulate.suite_sim_jobs()
+    for qd in (1, 32):
+        job = jobs[f"seqread-qd{qd}"]
+        assert isinstance(job, simulate.SimJob) and job.reads and not job.writes
+        assert job.specs == (f"reader:bs=128k,rw=read,iodepth={qd}",)

@@ -26,17 +26,17 @@ def _profile(name: str, **keys) -> str:
     return fit.set_keys(text, "ssd", keys) if keys else text
 
 
-def _drive(tmp_path: Path, text: str) -> Path:
-    """The suite's read sweep run on `text` (precondition full, at the
-    fit's proxy scale) by devmodel-sim, each job's JSON laid out as the
-    drive script writes fio's."""
+def _drive(tmp_path: Path, text: str, jobs: tuple[str, ...] = SWEEP) -> Path:
+    """The suite's read sweep (or `jobs`) run on `text` (precondition full,
+    at the fit's proxy scale) by devmodel-sim, each job's JSON laid out as
+    the drive script writes fio's."""
     mapping = simulate.suite_sim_jobs()
     pre = profile_with_precondition(text, "full")
     assert pre is not None
     pre = fit.proxy_text(pre, fit.proxy_factor(fit.ssd_keys(pre)))
     out = tmp_path / "drive"
     out.mkdir()
-    for name in SWEEP:
+    for name in jobs:
         job = mapping[name]
         assert isinstance(job, simulate.SimJob)
         doc = simulate.run(pre, job, 0.2, 0.5, DRIVE_SEED)
