@@ -183,7 +183,9 @@ def load(file: Path) -> CitedRuns:
         raise CitedRunsError(f"{file}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise CitedRunsError(f"{file}: not TOML: {e}") from None
-    _known(data, ("source", "runs"), f"{file}: ")
+    for key in data:
+        if key not in ("source", "runs"):
+            raise CitedRunsError(f"{file}: {key}: unknown table (source, runs)")
     source = data.get("source")
     if not isinstance(source, dict):
         raise CitedRunsError(f"{file}: [source]: missing")
