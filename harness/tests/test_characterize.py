@@ -11,12 +11,14 @@ import pytest
 
 from blklab import characterize as ch
 from blklab import characterize_compare as cc
-from blklab import blkgen_options, cli, jobfiles, paths, simulate
+from blklab import blkgen_options, cited_runs, cli, jobfiles, paths, simulate
 from blklab import scenario as scenario_mod
 from blklab.errors import BlklabError
+from conftest import REFERENCE_RUNS
 
 REPO = paths.REPO
 REFERENCE = REPO / "tests" / "reference" / "hotcloudperf24-kyber"
+CITED = cited_runs.load(REFERENCE_RUNS)
 JOB = "read-beside-writes-max"
 
 
@@ -266,21 +268,25 @@ def drive_dir(tmp_path: Path, docs: dict[str, object]) -> Path:
 
 
 def test_the_reference_is_fio_3_json_of_the_reader_and_the_writer():
+    assert list(CITED.runs) == [f"rep_{rep}" for rep in range(5)]
     for rep in range(5):
-        doc = json.loads((REFERENCE / f"rep_{rep}" / f"{JOB}.json").read_text())
+        doc = CITED.fio_doc(f"rep_{rep}")
         assert doc["fio version"] == "fio-3.35"
         assert doc["global options"]["filename"] == "/dev/nvme9n1"
         (job,) = doc["jobs"]
         assert set(job) == {"jobname", "job options", "read", "write"}
-    assert "MIT License" in (REFERENCE / "LICENSE").read_text()
+        assert CITED.runs[f"rep_{rep}"].path.endswith(
+            f"/rep_{rep}/fio_output/r256-w256_sche_kyber_r_2ms_w_10ms.txt")
+    assert CITED.source["licence"] == "MIT"
+    assert CITED.source["commit"] == "269a4f8526fe887d31c04fe2ceb678ed4e90bbed"
     readme = (REFERENCE / "README.md").read_text()
     assert "269a4f8526fe887d31c04fe2ceb678ed4e90bbed" in readme
     assert "r256-w256_sche_kyber_r_2ms_w_10ms.txt" in readme
 
 
-def test_the_table_sets_the_model_beside_the_reference(tmp_path):
+def test_the_table_sets_the_model_beside_the_reference(tmp_path, reference_drive):
     run = make_run(tmp_path / "run")
-    rows = cc.compare(REFERENCE / "rep_0", run, guest_fio="3.33")
+    rows = cc.compare(reference_drive, run, guest_fio="3.33")
     assert [(r.job, r.direction) for r in rows] == [(JOB, "read"), (JOB, "write")]
     read, write = rows
     # The reference's rep_0: reader p50 199,680 ns, p99 3,031,040, p99.9 4,014,080;
@@ -288,7 +294,7 @@ def test_the_table_sets_the_model_beside_the_reference(tmp_path):
     assert read.drive.values["p50_us"] == pytest.approx(199.68)
     assert read.drive.values["iops"] == pytest.approx(1447.729312)
     assert write.drive.values["iops"] == pytest.approx(149712.384931)
-    doc = cc.as_json(REFERENCE / "rep_0", run, rows)
+    doc = cc.as_json(reference_drive, run, rows)
     r = {(x["direction"], m): v for x in doc["rows"] for m, v in x["metrics"].items()}
     assert r["read", "p50_us"]["ratio"] == pytest.approx(0.5)  # 99,840 / 199,680
     assert r["read", "p99_us"]["ratio"] == pytest.approx(0.5)  # 1,515,520 / 3,031,040
@@ -296,21 +302,21 @@ def test_the_table_sets_the_model_beside_the_reference(tmp_path):
     assert r["write", "p50_us"]["ratio"] == pytest.approx(2.0)  # 1,892,352 / 946,176
     assert r["write", "iops"]["ratio"] == pytest.approx(120000 / 149712.384931)
 
-    text = cc.render(REFERENCE / "rep_0", run, rows)
+    text = cc.render(reference_drive, run, rows)
     line = next(x for x in text.splitlines() if x.split()[1:3] == ["read", "p50_us"])
     assert line.split()[3:] == ["200", "99.8", "0.50"]
-    md = cc.render(REFERENCE / "rep_0", run, rows, "markdown")
+    md = cc.render(reference_drive, run, rows, "markdown")
     assert f"| {JOB} | read | p99.9_us | 4014 | 8028 | 2.00 |" in md
-    assert json.loads(cc.render(REFERENCE / "rep_0", run, rows, "json")) == json.loads(
+    assert json.loads(cc.render(reference_drive, run, rows, "json")) == json.loads(
         json.dumps(doc))
 
 
-def test_the_cli_prints_the_table_and_writes_it_once(tmp_path, capsys):
+def test_the_cli_prints_the_table_and_writes_it_once(tmp_path, capsys, reference_drive):
     run = make_run(tmp_path / "run")
-    assert cli.main(["characterize", "--compare", str(REFERENCE / "rep_0"), str(run)]) == 0
+    assert cli.main(["characterize", "--compare", str(reference_drive), str(run)]) == 0
     assert "p99.9_us" in capsys.readouterr().out
     out = tmp_path / "table.md"
-    args = ["characterize", "--compare", str(REFERENCE / "rep_0"), str(run), "--format",
+    args = ["characterize", "--compare", str(reference_drive), str(run), "--format",
             "markdown", "-o", str(out)]
     assert cli.main(args) == 0
     written = out.read_text()
@@ -321,7 +327,7 @@ def test_the_cli_prints_the_table_and_writes_it_once(tmp_path, capsys):
 
 # -- bad input: the file and the job named, exit 2, nothing written ---------
 
-GOOD = json.loads((REFERENCE / "rep_0" / f"{JOB}.json").read_text())
+GOOD = CITED.fio_doc("rep_0")
 
 
 def _bad(tmp_path, capsys, drive_docs=None, run_wl=None, status="ok", jobs=(JOB,)):
@@ -352,11 +358,11 @@ def test_a_job_missing_from_the_drive(tmp_path, capsys):
     assert err.startswith(f"blklab: {drive / 'mix-70-30.json'}: job mix-70-30: missing")
 
 
-def test_a_job_named_is_compared_alone(tmp_path):
+def test_a_job_named_is_compared_alone(tmp_path, reference_drive):
     run = tmp_path / "run"
     for job in (JOB, "mix-70-30"):
         make_run(run, job)
-    rows = cc.compare(REFERENCE / "rep_0", run, [JOB], guest_fio="3.33")
+    rows = cc.compare(reference_drive, run, [JOB], guest_fio="3.33")
     assert {r.job for r in rows} == {JOB}
 
 
@@ -528,7 +534,7 @@ def test_the_plots_byte_sizes_are_the_job_files():
 def _beside_writes_runs(tmp_path):
     """The reference's read-beside-writes-max and a made-up 50 MB/s job on
     the drive's side; the model's figures (MODEL_READ, MODEL_WRITE) for both."""
-    ref = json.loads((REFERENCE / "rep_0" / f"{JOB}.json").read_text())
+    ref = CITED.fio_doc("rep_0")
     slow = json.loads(json.dumps(ref))
     (job,) = slow["jobs"]
     job["write"]["iops"] = 12207.03125  # 50 MB/s of 4 KiB writes

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from blklab import characterize, fit, paths, simulate
+from blklab import characterize, cited_runs, fit, paths, simulate
 from blklab.scenario import PROFILE_DIR
+from conftest import REFERENCE_RUNS
 
-REFERENCE = paths.REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+# The reference drive's rep_0 (tests/reference/hotcloudperf24-kyber): the
+# `reference_drive` fixture writes it as a drive directory.
+REFERENCE_DOC = cited_runs.load(REFERENCE_RUNS).fio_doc("rep_0")
 JOB = "read-beside-writes-max"
 CHECK = paths.build_dir() / "cmake" / "devmodel" / "devmodel-check"
 
@@ -106,7 +109,7 @@ def test_qd1_on_fixed_10us_gives_100k_iops_in_the_simulator():
 
 def _reference_copy(tmp_path: Path, **options: str | None) -> Path:
     """The reference drive's result with global options changed (None: removed)."""
-    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    doc = json.loads(json.dumps(REFERENCE_DOC))
     for k, v in options.items():
         if v is None:
             doc["global options"].pop(k, None)
@@ -116,8 +119,8 @@ def _reference_copy(tmp_path: Path, **options: str | None) -> Path:
     return tmp_path
 
 
-def test_a_drive_job_past_the_cache_is_evaluated_without_one(tmp_path):
-    drive = fit.load_drive(REFERENCE, [], [], None, guest_fio="3.33")
+def test_a_drive_job_past_the_cache_is_evaluated_without_one(tmp_path, reference_drive):
+    drive = fit.load_drive(reference_drive, [], [], None, guest_fio="3.33")
     ev = fit.Evaluator(drive, 1, 0.1, 0.1)
     job = drive.jobs[JOB]
     text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
@@ -129,19 +132,19 @@ def test_a_drive_job_past_the_cache_is_evaluated_without_one(tmp_path):
     assert not fit.Evaluator(short, 1, 0.1, 0.1).past_cache(short.jobs[JOB], fit.ssd_keys(text))
 
 
-def test_the_reference_drive_records_its_ramp_and_its_span():
+def test_the_reference_drive_records_its_ramp_and_its_span(reference_drive):
     # Its fio ran ramp_time=360s on filename=/dev/nvme9n1, size=100%: the whole
     # device, so the simulator's jobs stay as the suite maps them.
-    job = fit.load_drive(REFERENCE, [], [], None, guest_fio="3.33").jobs[JOB]
+    job = fit.load_drive(reference_drive, [], [], None, guest_fio="3.33").jobs[JOB]
     assert job.ramp_s == 360.0 and job.span == fit.WHOLE
     text = (PROFILE_DIR / "samsung-980pro-1t.toml").read_text()
     assert fit.Evaluator.sim_job(job, text) is job.sim
 
 
-def test_ramp_comes_from_the_json_and_a_different_ramp_flag_is_refused(tmp_path):
+def test_ramp_comes_from_the_json_and_a_different_ramp_flag_is_refused(tmp_path, reference_drive):
     with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: ramp_time=360s recorded, "
                        "--ramp 5s differs"):
-        fit.load_drive(REFERENCE, [], [], "5s", guest_fio="3.33")
+        fit.load_drive(reference_drive, [], [], "5s", guest_fio="3.33")
     unrecorded = _reference_copy(tmp_path, ramp_time=None)
     assert fit.load_drive(unrecorded, [], [], "2m", guest_fio="3.33").jobs[JOB].ramp_s == 120.0
 
@@ -178,7 +181,7 @@ def test_conditions_the_fit_cannot_place_are_refused_naming_the_key(tmp_path, op
 
 
 def test_a_span_or_ramp_set_for_one_fio_job_is_refused(tmp_path):
-    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    doc = json.loads(json.dumps(REFERENCE_DOC))
     doc["jobs"][0]["job options"]["size"] = "10%"
     (tmp_path / f"{JOB}.json").write_text(json.dumps(doc))
     with pytest.raises(fit.FitError, match="size=10% set for one fio job"):
@@ -191,21 +194,21 @@ def test_a_size_in_bytes_is_a_share_of_the_recorded_drive(tmp_path):
     assert fit.load_drive(drive_dir, [], [], None, guest_fio="3.33").jobs[JOB].span == (0, 0.25)
 
 
-def test_load_drive_refuses_a_hold_out_the_drive_did_not_run():
+def test_load_drive_refuses_a_hold_out_the_drive_did_not_run(reference_drive):
     with pytest.raises(fit.FitError, match="randread-qd4.json: job randread-qd4: missing"):
-        fit.load_drive(REFERENCE, [], ["randread-qd4"], None, guest_fio="3.33")
+        fit.load_drive(reference_drive, [], ["randread-qd4"], None, guest_fio="3.33")
 
 
-def test_holding_out_every_job_leaves_nothing_to_fit():
+def test_holding_out_every_job_leaves_nothing_to_fit(reference_drive):
     with pytest.raises(fit.FitError, match="every job is held out"):
-        fit.load_drive(REFERENCE, [], ["read-beside-writes-max"], None, guest_fio="3.33")
+        fit.load_drive(reference_drive, [], ["read-beside-writes-max"], None, guest_fio="3.33")
 
 
 def test_a_drive_job_run_with_another_block_size_or_rw_is_refused(tmp_path):
     with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: fio ran bs=128k; the "
                        f"suite's {JOB}.fio runs rw=randread bs=4096, rw=randwrite bs=4096"):
         fit.load_drive(_reference_copy(tmp_path, bs="128k"), [], [], None, guest_fio="3.33")
-    doc = json.loads((REFERENCE / f"{JOB}.json").read_text())
+    doc = json.loads(json.dumps(REFERENCE_DOC))
     doc["jobs"][0]["job options"]["rw"] = "write"
     (tmp_path / f"{JOB}.json").write_text(json.dumps(doc))
     with pytest.raises(fit.FitError, match=f"{JOB}.json: job {JOB}: fio ran rw=write;"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from blklab import fit, geometry_fit, paths, simulate
+from blklab import cited_runs, fit, geometry_fit, paths, simulate
 from blklab.scenario import PROFILE_DIR, profile_with_precondition
 
 SWEEP = ("randread-qd1", "randread-qd4", "randread-qd16", "randread-qd32")
@@ -180,10 +180,11 @@ def test_the_reference_sweep_maps_onto_the_read_jobs(tmp_path):
     subprocess.run([sys.executable, str(script), str(out)], check=True)
     drive = fit.load_drive(out, [], [], None, guest_fio="3.33")
     assert sorted(drive.jobs) == sorted(SWEEP)
-    sweep = json.loads(script.with_name("qd_sweep.json").read_text())
+    sweep = cited_runs.load(script.with_name("runs.toml"))
     for name, job in drive.jobs.items():
         read = job.figures["read"].values
-        assert read["iops"] == sweep[name.removeprefix("randread-qd")]["job"]["read"]["iops"]
+        run = sweep.fio_doc(name.replace("randread-", ""))
+        assert read["iops"] == run["jobs"][0]["read"]["iops"]
         assert read.get("p50_us") is None  # the runs have no percentiles
         assert job.ramp_s == 30.0 and job.span == fit.WHOLE
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,

@@ -1,5 +1,5 @@
 """blklab fit on the reference drive (tests/reference/hotcloudperf24-kyber,
-read-beside-writes-max under kyber): each figure of the error table within
+read-beside-writes-max under kyber, rep_0): each figure of the error table within
 the bound docs/characterize-a-drive.md states ("Bounds on the reference
 drive"), set from what the model can represent before the fit was run. A
 figure outside its bound is an expected failure with the reason, strict: a
@@ -13,7 +13,6 @@ import pytest
 
 from blklab import fit, paths
 
-REFERENCE = paths.REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
 JOB = "read-beside-writes-max"
 # (direction, metric) -> the largest max(model, drive) / min(model, drive) - 1
 BOUNDS = {("write", "iops"): 0.25, ("read", "iops"): 0.5,
@@ -40,9 +39,9 @@ OUTSIDE = {
 
 
 @pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
+def fitted(tmp_path_factory, reference_drive):
     out = tmp_path_factory.mktemp("fit") / "fitted.toml"
-    res = fit.fit(REFERENCE, start="samsung-980pro-1t")  # its JSON records ramp_time=360s
+    res = fit.fit(reference_drive, start="samsung-980pro-1t")  # it records ramp_time=360s
     out.write_text(res.text)
     return res, out
 

@@ -17,6 +17,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DIR = HERE / "characterize"
+REFERENCE_DRIVE_DIR = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "drive_dir.py"
 CASES = sorted(p for p in DIR.iterdir() if p.is_dir() and (p / "drive").is_dir())
 
 
@@ -43,7 +44,8 @@ def test_bad_characterization(case, tmp_path):
 def test_the_good_run_compares(tmp_path):
     """The corpus's shared run is good: each case fails for its own reason."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "harness"))
-    drive = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+    drive = tmp_path / "drive"  # the reference drive's rep_0
+    subprocess.run(["/usr/bin/python3", str(REFERENCE_DRIVE_DIR), str(drive)], check=True)
     proc = subprocess.run(["/usr/bin/python3", "-m", "blklab", "characterize", "--compare",
                            str(drive), str(DIR / "good-run")], capture_output=True, text=True,
                           env=env, timeout=60)

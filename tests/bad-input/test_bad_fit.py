@@ -15,6 +15,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DIR = HERE / "fit"
+REFERENCE_DRIVE_DIR = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "drive_dir.py"
 CASES = sorted(p for p in DIR.iterdir() if p.is_dir() and (p / "drive").is_dir())
 
 
@@ -41,7 +42,8 @@ def test_bad_fit(case, tmp_path):
 def test_an_existing_profile_is_not_overwritten(tmp_path):
     out = tmp_path / "fitted.toml"
     out.write_text("kept\n")
-    drive = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+    drive = tmp_path / "drive"  # the reference drive's rep_0
+    subprocess.run(["/usr/bin/python3", str(REFERENCE_DRIVE_DIR), str(drive)], check=True)
     proc = _fit([str(drive), "-o", str(out)], tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == f"blklab: {out}: already exists; nothing is overwritten\n"

@@ -30,7 +30,7 @@ SCENARIO = REPO / "tests" / "bench" / "cpu-paths.toml"
 sys.path.insert(0, str(REPO / "harness"))
 
 from bench_dirs import add_keep_option, bench_dirs  # noqa: E402
-from blklab import cpus  # noqa: E402
+from blklab import cited_runs, cpus  # noqa: E402
 
 PATHS = ("irq-qd128", "polled-qd128", "irq-qd1", "psync-qd1", "irq-qd1-10us")
 # Which cell (drive) each path is read from.
@@ -42,8 +42,8 @@ DRIVE = {"irq-qd128": "fast", "polled-qd128": "fast", "irq-qd1": "pro", "psync-q
 # path's own name: every job runs on both drives.
 JOB = {"irq-qd1-10us": "irq-qd1"}
 # fig-1 of the ICPE artifact: one io_uring job at queue depths 1 to 256 on
-# the Cascade Lake core, trimmed (tests/reference/icpe24-fig1-qd-sweep).
-QD_SWEEP = REPO / "tests" / "reference" / "icpe24-fig1-qd-sweep" / "qd_sweep.json"
+# the Cascade Lake core, its figures cited (tests/reference/icpe24-fig1-qd-sweep).
+QD_SWEEP = REPO / "tests" / "reference" / "icpe24-fig1-qd-sweep" / "runs.toml"
 
 ICPE = "stonet-research/icpe24_io_scheduler_study_artifact@013f1e15"
 CHEOPS = "stonet-research/Performance-Characterization-Storage-Stacks@6add9ecf"
@@ -114,12 +114,16 @@ def published_sweep() -> dict[int, tuple[float, float, float, float]]:
     sys, %), the user and system ns per read, and the context switches per
     read (fio's ctx counts the ramp too, at the same rate, as assumed here)."""
     out = {}
-    for qd, run in json.loads(QD_SWEEP.read_text()).items():
-        job, options = run["job"], run["global options"]
+    runs = cited_runs.load(QD_SWEEP)
+    for run_id in runs.runs:
+        doc = runs.fio_doc(run_id)
+        (job,), options = doc["jobs"], doc["global options"]
         iops = job["read"]["iops"]
         seconds = _seconds(options["ramp_time"]) + _seconds(options["runtime"])
-        out[int(qd)] = (job["usr_cpu"] + job["sys_cpu"], job["usr_cpu"] / 100 * 1e9 / iops,
-                        job["sys_cpu"] / 100 * 1e9 / iops, job["ctx"] / (iops * seconds))
+        out[int(options["iodepth"])] = (job["usr_cpu"] + job["sys_cpu"],
+                                        job["usr_cpu"] / 100 * 1e9 / iops,
+                                        job["sys_cpu"] / 100 * 1e9 / iops,
+                                        job["ctx"] / (iops * seconds))
     return dict(sorted(out.items()))
 
 

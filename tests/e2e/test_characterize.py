@@ -6,13 +6,14 @@ Kept cheap: one job, 200 ms of guest time with no ramp, on fixed-10us (no
 SSD state to build); one cell boots once, about 35 s of host time."""
 
 import json
+import subprocess
 
 import pytest
 
 from conftest import REPO, cells_of, run_blklab
 
 JOB = "read-beside-writes-max"
-REFERENCE = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "rep_0"
+REFERENCE_DRIVE_DIR = REPO / "tests" / "reference" / "hotcloudperf24-kyber" / "drive_dir.py"
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +37,16 @@ def test_the_job_file_ran_in_the_guest(characterized):
     assert "runtime=200ms" in (characterized / f"{JOB}.fio").read_text()
 
 
-def test_compare_sets_the_cell_beside_the_reference(characterized):
-    proc = run_blklab("characterize", "--compare", str(REFERENCE), str(characterized),
+def test_compare_sets_the_cell_beside_the_reference(characterized, tmp_path):
+    reference = tmp_path / "drive"  # the reference drive's rep_0
+    subprocess.run(["/usr/bin/python3", str(REFERENCE_DRIVE_DIR), str(reference)], check=True)
+    proc = run_blklab("characterize", "--compare", str(reference), str(characterized),
                       "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     rows = {r["direction"]: r["metrics"] for r in doc["rows"]}
     assert set(rows) == {"read", "write"}
-    ref = json.loads((REFERENCE / f"{JOB}.json").read_text())["jobs"][0]
+    ref = json.loads((reference / f"{JOB}.json").read_text())["jobs"][0]
     (cell,) = cells_of(characterized / JOB).values()
     ours = {j["jobname"]: j for j in cell["workload"]["jobs"]}
     for direction, job in (("read", "reader"), ("write", "writer")):

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""What the reference drive had been through before each kept run, from the
-original repository's own fio outputs: every fio JSON of the raw-device
-experiments (micro-bench-*), ordered by its timestamp, with the writes its
-"disk_util" counted on the device (write_ios x bs, the ramp included), and
-per kept run the bytes written to the same device before it and its write
-IOPS per 60 s of its measured time (fio's IOPS log). Every figure is the
-original's or a sum of them.
+"""What the reference drive had been through before each cited run
+(runs.toml), from the original repository's own fio outputs: every fio JSON
+of the raw-device experiments (micro-bench-*), ordered by its timestamp,
+with the writes its "disk_util" counted on the device (write_ios x bs, the
+ramp included), and per cited run the bytes written to the same device
+before it and its write IOPS per 60 s of its measured time (fio's IOPS
+log). Every figure is the original's or a sum of them.
 
     git clone https://github.com/stonet-research/hotcloudperf24-kyber-artifact-public src
     git -C src checkout 269a4f8526fe887d31c04fe2ceb678ed4e90bbed
@@ -17,7 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from trim import ORIGINAL
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "harness"))
+
+from blklab import cited_runs  # noqa: E402
 
 SIZES = {"k": 1 << 10, "m": 1 << 20}
 
@@ -52,13 +55,13 @@ def main(src: Path) -> None:
           f"{time.strftime('%Y-%m-%d', time.gmtime(first))} to "
           f"{time.strftime('%Y-%m-%d', time.gmtime(last))}, "
           f"{sum(r[3] for r in history) / 1e12:.1f} TB written")
-    for rep in range(5):
-        name = ORIGINAL.format(rep=rep)
+    for rep, run in cited_runs.load(HERE / "runs.toml").runs.items():
+        name = run.path
         doc = fio_json(src / name)
         device = doc["disk_util"][0]["name"]
         before = [r for r in history if r[0] < doc["timestamp"] and r[2] == device]
         options = doc["global options"]
-        print(f"rep_{rep}: {time.strftime('%Y-%m-%d %H:%M', time.gmtime(doc['timestamp']))} UTC "
+        print(f"{rep}: {time.strftime('%Y-%m-%d %H:%M', time.gmtime(doc['timestamp']))} UTC "
               f"on {options['filename']} (size={options['size']}, "
               f"ramp_time={options['ramp_time']}, runtime={options['runtime']}): "
               f"{len(before)} runs before it wrote {sum(r[3] for r in before) / 1e12:.1f} TB "

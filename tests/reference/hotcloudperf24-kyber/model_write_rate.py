@@ -15,12 +15,14 @@ amplification and the dies' mean busy share of the simulated time, and with
 import argparse
 import json
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "harness"))
 
+import drive_dir  # noqa: E402
 from blklab import fit, simulate  # noqa: E402
 from blklab.scenario import PROFILE_DIR  # noqa: E402
 
@@ -41,23 +43,24 @@ def main() -> None:
     factor = fit.proxy_factor(fit.ssd_keys(text))
     if changes:
         text = fit.set_keys(text, "ssd", changes)
-    drive = fit.load_drive(HERE / "rep_0", [], [], None)
-    job = drive.jobs[JOB]
-    ev = fit.Evaluator(drive, 1, RAMP_S, RUNTIME_S)
-    evaluated = ev.eval_text(text, job, factor)
-    writer = simulate.SimJob("writer", ("writer:rw=randwrite,bs=4k,iodepth=256",), True, False,
-                             4096)
-    print(f"{args.profile.name} {' '.join(args.changes) or '(as shipped)'}, proxy 1/{factor}:")
-    for name, sim in (("writer alone", writer), (JOB, job.sim)):
-        doc = simulate.run(evaluated, sim, RAMP_S, RUNTIME_S, 1)
-        c = doc["counters"]
-        busy = sum(c["die_busy_ns"]) / len(c["die_busy_ns"]) / ((RAMP_S + RUNTIME_S) * 1e9)
-        iops = sum(j["write"]["iops"] for j in doc["jobs"])
-        print(f"  {name}: write IOPS {iops:.0f}, write amplification {c['waf']:.2f}, "
-              f"dies busy {busy:.0%} of the time")
-    rows = ev.rows(text, [JOB], set(), factor)
-    print("  " + json.dumps({f"{r.direction} {r.metric}": [round(r.model), round(r.error, 2)]
-                             for r in rows}))
+    with tempfile.TemporaryDirectory() as tmp:
+        drive = fit.load_drive(drive_dir.write(Path(tmp)).parent, [], [], None)
+        job = drive.jobs[JOB]
+        ev = fit.Evaluator(drive, 1, RAMP_S, RUNTIME_S)
+        evaluated = ev.eval_text(text, job, factor)
+        writer = simulate.SimJob("writer", ("writer:rw=randwrite,bs=4k,iodepth=256",), True, False,
+                                 4096)
+        print(f"{args.profile.name} {' '.join(args.changes) or '(as shipped)'}, proxy 1/{factor}:")
+        for name, sim in (("writer alone", writer), (JOB, job.sim)):
+            doc = simulate.run(evaluated, sim, RAMP_S, RUNTIME_S, 1)
+            c = doc["counters"]
+            busy = sum(c["die_busy_ns"]) / len(c["die_busy_ns"]) / ((RAMP_S + RUNTIME_S) * 1e9)
+            iops = sum(j["write"]["iops"] for j in doc["jobs"])
+            print(f"  {name}: write IOPS {iops:.0f}, write amplification {c['waf']:.2f}, "
+                  f"dies busy {busy:.0%} of the time")
+        rows = ev.rows(text, [JOB], set(), factor)
+        print("  " + json.dumps({f"{r.direction} {r.metric}": [round(r.model), round(r.error, 2)]
+                                 for r in rows}))
 
 
 if __name__ == "__main__":
