@@ -233,7 +233,7 @@ bool HddModel::LoadState(internal::StateReader* in, std::string* why) {
   }
   mech_free_ = in->Get();
   const std::uint64_t cylinder = in->Get(), head = in->Get();
-  if (cylinder > 0xFFFFFFFFu || head >= c_.heads) return fail("head position outside the disk");
+  if (cylinder >= g_.cylinders() || head >= c_.heads) return fail("head position outside the disk");
   head_cylinder_ = static_cast<std::uint32_t>(cylinder);
   head_ = static_cast<std::uint32_t>(head);
   last_host_done_ = in->Get();

@@ -217,8 +217,15 @@ bool SsdModel::LoadState(StateReader* in, std::string* why) {
   for (std::uint64_t& v : words) v = in->Get();
   retry_rng_.LoadWords(words);
   if (in->Get() != slc_programs_on_die_.size()) return fail("SLC cache differs from the profile's");
-  for (std::uint32_t& v : slc_programs_on_die_) v = static_cast<std::uint32_t>(in->Get());
+  std::uint64_t slc_total = 0;
+  for (std::uint32_t& v : slc_programs_on_die_) {
+    const std::uint64_t n = in->Get();
+    if (n > 0xFFFFFFFFu) return fail("bad SLC unit count");
+    v = static_cast<std::uint32_t>(n);
+    slc_total += n;
+  }
   slc_programs_ = in->Get();
+  if (slc_programs_ != slc_total) return fail("SLC units differ from their dies' sum");
   submit_now_ = in->Get();
   channel_prune_ = in->Get();
   buffer_releases_ = {};
