@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "devmodel/devmodel.h"
 #include "devmodel/faults.h"
 #include "devmodel/profile.h"
+#include "checksum.h"
 #include "devmodel/tag_map.h"
 #include "model_state.h"
 #include "state_cache.h"
@@ -77,7 +79,7 @@ void SetError(char** errptr, const std::string& message) {
 }
 
 // FNV-1a, 64 bits: a profile's identity in a state file.
-uint64_t Fnv1a(const std::string& text) {
+uint64_t Fnv1a(std::string_view text) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
   return h;
@@ -128,7 +130,12 @@ StateIdentity IdentityOf(const devmodel_t* m) {
   return {m->profile_hash, model, m->device->capacity_bytes(), m->device->logical_block_bytes()};
 }
 
-uint64_t Checksum(const std::string& bytes) { return Fnv1a(bytes); }
+// REQUIRES: bytes.size() % 8 == 0 (a state file is whole words).
+uint64_t Checksum(std::string_view bytes) {
+  devmodel::internal::Checksum c;
+  c.Add(bytes.data(), bytes.size());
+  return c.Value();
+}
 
 // The C ABI's own counters, in a fixed order.
 template <typename Visit>
@@ -273,7 +280,7 @@ devmodel_t* devmodel_open_state(const char* profile_path, const char* state_path
     uint64_t stored_sum = 0;
     if (file.size() % 8 != 0 || file.size() < 32 ||
         (std::memcpy(&stored_sum, file.data() + file.size() - 8, 8),
-         stored_sum != Checksum(file.substr(0, file.size() - 8)))) {
+         stored_sum != Checksum(std::string_view(file).substr(0, file.size() - 8)))) {
       SetError(errptr, where + "damaged or truncated (" + std::to_string(file.size()) +
                            " bytes; its checksum does not match)");
       return nullptr;

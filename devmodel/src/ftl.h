@@ -133,8 +133,9 @@ class Ftl {
   // every L2P region dense (a steady precondition's map).
   bool CanSaveState() const;
   // Appends the block keys, group minima, dies, counters and pool sizes to
-  // *meta (host byte order); the L2P entries are read through l2p().
-  // REQUIRES: CanSaveState().
+  // *meta (host byte order); the L2P entries are read through l2p(), whose
+  // regions are all dense when CanSaveState() (a state file's array; a
+  // model state's SaveFullState reads them whatever their kind).
   void SaveState(std::string* meta) const;
   // On a fresh FTL of the same geometry: restores what SaveState wrote and
   // the L2P from `l2p` (exported_slots entries); P2L arrays are rebuilt from

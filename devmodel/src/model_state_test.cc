@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "checksum.h"
 #include "devmodel/devmodel.h"
 
 namespace {
@@ -385,10 +386,9 @@ TEST(ModelStateTest, CraftedStatesAreRefusedOrLoadedWithoutACrash) {
       const size_t word = 20 + g() % (words - 20);  // past the header
       const uint64_t value = round % 3 == 0 ? g() : round % 3 == 1 ? g() % 4096 : ~uint64_t{0};
       std::memcpy(&b[word * 8], &value, 8);
-      uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of all but the checksum
-      for (size_t i = 0; i + 8 < b.size(); ++i) {
-        h = (h ^ static_cast<unsigned char>(b[i])) * 0x100000001b3ull;
-      }
+      devmodel::internal::Checksum sum;  // of all but the checksum word
+      sum.Add(b.data(), b.size() - 8);
+      const uint64_t h = sum.Value();
       std::memcpy(&b[b.size() - 8], &h, 8);
       const std::string path = TempPath("crafted.state");
       std::ofstream(path, std::ios::binary) << b;
