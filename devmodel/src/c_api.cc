@@ -210,12 +210,7 @@ int devmodel_save_state(devmodel_t* model, uint64_t now_ns, const char* state_pa
                            std::to_string(now) + " ns (save once every completion is delivered)");
       return 0;
     }
-    std::string payload, why;
-    if (!model->faulty->SaveState(&payload, &why)) {
-      SetError(errptr, where + "not saved: " + why);
-      return 0;
-    }
-    std::string file;
+    std::string file, why;
     devmodel::internal::StateWriter w(&file);
     w.Put(kStateMagic);
     w.Put(kStateVersion);
@@ -230,7 +225,16 @@ int devmodel_save_state(devmodel_t* model, uint64_t now_ns, const char* state_pa
     w.Put(model->seed);
     w.Put(now + model->clock_offset_ns);  // the save instant, on the model's clock
     VisitCounters(model, [&w](uint64_t* v) { w.Put(*v); });
-    w.PutBytes(payload);
+    // The device's state in place (as StateWriter::PutBytes would copy it):
+    // its length, then its words.
+    const std::size_t length_at = file.size();
+    w.Put(0);
+    if (!model->faulty->SaveState(&file, &why)) {
+      SetError(errptr, where + "not saved: " + why);
+      return 0;
+    }
+    const uint64_t payload_bytes = file.size() - length_at - 8;  // whole words
+    std::memcpy(&file[length_at], &payload_bytes, 8);
     w.Put(Checksum(file));
     const std::string tmp = std::string(state_path) + ".tmp." + std::to_string(getpid());
     {

@@ -117,8 +117,8 @@ class CloudVolume final : public Device {
       *why = "cloud volume: a slow fault's lowered rate limit is in effect";
       return false;
     }
-    std::string mine;
-    internal::StateWriter w(&mine);
+    const std::size_t before = out->size();
+    internal::StateWriter w(out);
     std::uint64_t words[4];
     rng_.SaveWords(words);
     for (std::uint64_t v : words) w.Put(v);
@@ -127,8 +127,10 @@ class CloudVolume final : public Device {
                             io_units_, throttled_ns_}) {
       w.Put(v);
     }
-    if (!backing_->SaveState(&mine, why)) return false;
-    out->append(mine);
+    if (!backing_->SaveState(out, why)) {
+      out->resize(before);
+      return false;
+    }
     return true;
   }
   bool LoadState(internal::StateReader* in, std::string* why) override {

@@ -51,8 +51,7 @@ bool SsdModel::SaveState(std::string* out, std::string* why) const {
     *why = "SSD: " + std::to_string(reads_.size()) + " read(s) not final yet";
     return false;
   }
-  std::string s;
-  StateWriter w(&s);
+  StateWriter w(out);  // nothing below fails: straight into *out
   ftl_.SaveFullState(&w);
 #define DEVMODEL_PUT(name) w.Put(baseline_.name);
   DEVMODEL_FTL_COUNTERS(DEVMODEL_PUT)
@@ -129,7 +128,6 @@ bool SsdModel::SaveState(std::string* out, std::string* why) const {
 #define DEVMODEL_PUT(name) w.Put(n_.name);
   DEVMODEL_SSD_COUNTERS(DEVMODEL_PUT)
 #undef DEVMODEL_PUT
-  out->append(s);
   return true;
 }
 
