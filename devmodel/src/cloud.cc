@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "model_state.h"
 #include "rng.h"
 
 namespace devmodel {
@@ -105,6 +106,48 @@ class CloudVolume final : public Device {
     j["throttled_ns"] = throttled_ns_;
     j["backing"] = nlohmann::json::parse(backing_->CountersJson());
     return j.dump();
+  }
+  bool SaveState(std::string* out, std::string* why) const override {
+    if (!network_ns_.empty()) {
+      *why = "cloud volume: " + std::to_string(network_ns_.size()) +
+             " request(s) whose backing deadline is not final yet";
+      return false;
+    }
+    if (rate_factor_ppm_ != 1000000) {
+      *why = "cloud volume: a slow fault's lowered rate limit is in effect";
+      return false;
+    }
+    const std::size_t before = out->size();
+    internal::StateWriter w(out);
+    std::uint64_t words[4];
+    rng_.SaveWords(words);
+    for (std::uint64_t v : words) w.Put(v);
+    w.Put(static_cast<std::uint64_t>(credits_nano_));
+    for (std::uint64_t v : {credits_time_ns_, iops_tat_ps_, bw_tat_ps_, last_start_ps_, requests_,
+                            io_units_, throttled_ns_}) {
+      w.Put(v);
+    }
+    if (!backing_->SaveState(out, why)) {
+      out->resize(before);
+      return false;
+    }
+    return true;
+  }
+  bool LoadState(internal::StateReader* in, std::string* why) override {
+    std::uint64_t words[4];
+    for (std::uint64_t& v : words) v = in->Get();
+    rng_.LoadWords(words);
+    credits_nano_ = static_cast<std::int64_t>(in->Get());
+    for (std::uint64_t* v : {&credits_time_ns_, &iops_tat_ps_, &bw_tat_ps_, &last_start_ps_,
+                             &requests_, &io_units_, &throttled_ns_}) {
+      *v = in->Get();
+    }
+    const std::int64_t cap = static_cast<std::int64_t>(c_.burst_credits) * kNanoPerCredit;
+    if (!in->ok() || credits_nano_ < 0 || credits_nano_ > cap) {
+      *why = "cloud state: truncated or credits out of range";
+      return false;
+    }
+    return backing_->LoadState(in, why);
   }
   std::uint64_t MemoryBytes() const override {
     return sizeof(*this) + backing_->MemoryBytes() +

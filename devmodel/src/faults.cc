@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "shifted_clock.h"
+
 namespace devmodel {
 namespace {
 
@@ -297,6 +299,26 @@ std::uint64_t FaultSchedule::MemoryBytes() const {
 FaultyDevice::FaultyDevice(std::unique_ptr<Device> inner, FaultSchedule schedule)
     : inner_(std::move(inner)), schedule_(std::move(schedule)) {
   schedule_.set_slow_lowers_rate(inner_->ScaleRateLimit(1000000));
+}
+
+bool FaultyDevice::SaveState(std::string* out, std::string* why) const {
+  if (submitted_.size() != 0) {
+    *why = std::to_string(submitted_.size()) + " request(s) not final yet";
+    return false;
+  }
+  if (!lost_.empty()) {
+    *why = std::to_string(lost_.size()) + " lost request(s) not cancelled yet";
+    return false;
+  }
+  return inner_->SaveState(out, why);
+}
+
+bool FaultyDevice::LoadState(internal::StateReader* in, std::string* why) {
+  return inner_->LoadState(in, why);
+}
+
+void FaultyDevice::SetInnerClockOffset(TimeNs offset) {
+  if (offset != 0) inner_ = std::make_unique<internal::ShiftedClockDevice>(std::move(inner_), offset);
 }
 
 FaultyDevice* FaultyDevice::Of(Device* device) { return dynamic_cast<FaultyDevice*>(device); }

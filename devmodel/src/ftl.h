@@ -25,6 +25,7 @@
 
 #include "fast_div.h"
 #include "item_pool.h"
+#include "model_state.h"
 #include "rng.h"
 #include "sparse_map.h"
 
@@ -132,8 +133,9 @@ class Ftl {
   // every L2P region dense (a steady precondition's map).
   bool CanSaveState() const;
   // Appends the block keys, group minima, dies, counters and pool sizes to
-  // *meta (host byte order); the L2P entries are read through l2p().
-  // REQUIRES: CanSaveState().
+  // *meta (host byte order); the L2P entries are read through l2p(), whose
+  // regions are all dense when CanSaveState() (a state file's array; a
+  // model state's SaveFullState reads them whatever their kind).
   void SaveState(std::string* meta) const;
   // On a fresh FTL of the same geometry: restores what SaveState wrote and
   // the L2P from `l2p` (exported_slots entries); P2L arrays are rebuilt from
@@ -145,6 +147,16 @@ class Ftl {
   bool LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_t* l2p,
                  std::string* error);
   const SparseMap& l2p() const { return l2p_; }
+
+  // The whole state of an FTL in use, for a saved model state
+  // (model_state.h): SaveState's metadata, then the L2P entries of every
+  // region that maps a unit. REQUIRES: not inside BuildSteadyState.
+  void SaveFullState(StateWriter* out) const;
+  // On a fresh FTL of the same geometry, no listener: restores what
+  // SaveFullState wrote, with LoadState's checks (false + *error, the FTL
+  // untouched, on data that does not fit). The L2P keeps its sparse regions
+  // sparse; P2L arrays are rebuilt as LoadState rebuilds them.
+  bool LoadFullState(StateReader* in, std::string* error);
 
   // Pads and dispatches the host program unit being filled, if any.
   void FlushPending();
@@ -185,6 +197,12 @@ class Ftl {
 
  private:
   friend class FtlTestPeer;  // ftl_test.cc: block keys and group minima
+
+  // LoadState's body: the L2P entry of unit lpn is get(lpn); `dense_l2p`,
+  // when not null, holds them all (a state file's array, copied at once).
+  template <typename GetL2p>
+  bool LoadStateWith(const char* meta, std::size_t meta_bytes, const GetL2p& get,
+                     const std::uint32_t* dense_l2p, std::string* error);
 
   // Block key: kNotClosed while free, open or being collected; valid units in
   // bits 40..62; (kStampMask - stamp of the last change) in bits 0..39, so the

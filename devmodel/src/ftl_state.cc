@@ -3,6 +3,8 @@
 // holds the FTL's algorithm.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "ftl.h"
 
@@ -75,6 +77,77 @@ void Ftl::SaveState(std::string* meta) const {
 
 bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_t* l2p,
                     std::string* error) {
+  return LoadStateWith(
+      meta, meta_bytes, [l2p](std::uint64_t lpn) { return l2p[lpn]; }, l2p, error);
+}
+
+void Ftl::SaveFullState(StateWriter* out) const {
+  std::string meta;
+  SaveState(&meta);
+  out->PutBytes(meta);
+  std::vector<std::uint64_t> used;
+  for (std::uint64_t r = 0; r < l2p_.regions(); ++r) {
+    const std::uint64_t first = r << SparseMap::kRegionShift;
+    const std::uint64_t end = std::min(first + SparseMap::kRegionSize, g_.exported_slots);
+    for (std::uint64_t lpn = first; lpn < end; ++lpn) {
+      if (l2p_.Get(lpn) != kUnmapped) {
+        used.push_back(r);
+        break;
+      }
+    }
+  }
+  out->Put(used.size());
+  std::string entries;
+  for (std::uint64_t r : used) {
+    out->Put(r);
+    const std::uint64_t first = r << SparseMap::kRegionShift;
+    const std::uint64_t end = std::min(first + SparseMap::kRegionSize, g_.exported_slots);
+    entries.clear();
+    for (std::uint64_t lpn = first; lpn < end; ++lpn) {
+      const std::uint32_t ppn = l2p_.Get(lpn);
+      entries.append(reinterpret_cast<const char*>(&ppn), 4);
+    }
+    out->PutBytes(entries);
+  }
+}
+
+bool Ftl::LoadFullState(StateReader* in, std::string* error) {
+  const std::string_view meta = in->GetBytes();
+  // Per L2P region, its saved entries (in the reader's buffer) or null.
+  std::vector<const char*> regions(l2p_.regions(), nullptr);
+  const std::uint64_t used = in->GetCount(2);
+  for (std::uint64_t k = 0; k < used; ++k) {
+    const std::uint64_t r = in->Get();
+    const std::string_view entries = in->GetBytes();
+    if (!in->ok() || r >= regions.size() || regions[r] != nullptr) {
+      if (error != nullptr) *error = "bad L2P region";
+      return false;
+    }
+    const std::uint64_t first = r << SparseMap::kRegionShift;
+    const std::uint64_t count = std::min(SparseMap::kRegionSize, g_.exported_slots - first);
+    if (entries.size() != count * 4) {
+      if (error != nullptr) *error = "L2P region size differs";
+      return false;
+    }
+    regions[r] = entries.data();
+  }
+  if (!in->ok()) {
+    if (error != nullptr) *error = "truncated";
+    return false;
+  }
+  auto get = [&regions](std::uint64_t lpn) {
+    const char* p = regions[lpn >> SparseMap::kRegionShift];
+    if (p == nullptr) return kUnmapped;
+    std::uint32_t ppn;
+    std::memcpy(&ppn, p + (lpn & (SparseMap::kRegionSize - 1)) * 4, 4);
+    return ppn;
+  };
+  return LoadStateWith(meta.data(), meta.size(), get, nullptr, error);
+}
+
+template <typename GetL2p>
+bool Ftl::LoadStateWith(const char* meta, std::size_t meta_bytes, const GetL2p& get,
+                        const std::uint32_t* dense_l2p, std::string* error) {
   auto fail = [error](const std::string& why) {
     if (error != nullptr) *error = why;
     return false;
@@ -97,8 +170,8 @@ bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_
                            &c.dropped_writes}) {
     *v = in.Get();
   }
-  const std::uint64_t carved = in.Get();
-  const std::uint64_t free_capacity = in.Get();
+  std::uint64_t carved = in.Get();
+  std::uint64_t free_capacity = in.Get();
   const std::size_t nblocks = blocks_.size();
   std::vector<std::uint64_t> keys(nblocks);
   for (std::uint64_t& k : keys) k = in.Get();
@@ -143,6 +216,12 @@ bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_
     return fail("bad FTL scalars");
   }
   const std::uint64_t in_use = nblocks - free_total;
+  if (dense_l2p == nullptr && carved < in_use) {
+    // A drive in use whose blocks' P2L arrays were still implicit (a full
+    // precondition's) carved fewer: every block in use gets one now.
+    free_capacity += in_use - carved;
+    carved = in_use;
+  }
   if (carved < in_use || free_capacity < carved - in_use) return fail("bad pool sizes");
   for (std::size_t b = 0; b < nblocks; ++b) {
     if (is_free[b] && keys[b] != kNotClosed) return fail("a free block with a key");
@@ -153,7 +232,7 @@ bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_
   std::vector<std::uint32_t> units(nblocks, 0);
   std::uint64_t mapped_seen = 0;
   for (std::uint64_t lpn = 0; lpn < g_.exported_slots; ++lpn) {
-    const std::uint32_t ppn = l2p[lpn];
+    const std::uint32_t ppn = get(lpn);
     if (ppn == kUnmapped) continue;
     if (ppn >= total_slots) return fail("an L2P entry past the drive");
     const std::uint32_t b = per_block_.Div(ppn);
@@ -188,11 +267,18 @@ bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_
     }
   }
   for (std::size_t i = next; i < items.size(); ++i) p2l_pool_.Free(items[i]);
-  l2p_.MakeAllDense();
-  for (std::uint64_t r = 0; r < l2p_.regions(); ++r) {
-    const std::uint64_t first = r << SparseMap::kRegionShift;
-    const std::uint64_t count = std::min(SparseMap::kRegionSize, g_.exported_slots - first);
-    std::memcpy(l2p_.DenseRegion(r), l2p + first, count * sizeof(std::uint32_t));
+  if (dense_l2p != nullptr) {
+    l2p_.MakeAllDense();
+    for (std::uint64_t r = 0; r < l2p_.regions(); ++r) {
+      const std::uint64_t first = r << SparseMap::kRegionShift;
+      const std::uint64_t count = std::min(SparseMap::kRegionSize, g_.exported_slots - first);
+      std::memcpy(l2p_.DenseRegion(r), dense_l2p + first, count * sizeof(std::uint32_t));
+    }
+  } else {
+    for (std::uint64_t lpn = 0; lpn < g_.exported_slots; ++lpn) {
+      const std::uint32_t ppn = get(lpn);
+      if (ppn != kUnmapped) l2p_.Set(lpn, ppn);
+    }
   }
   // P2L from the L2P: (ppn, lpn) pairs staged per 1/2048 of the physical
   // slots and written a bucket at a time (prefetched), so that the stores
@@ -221,7 +307,7 @@ bool Ftl::LoadState(const char* meta, std::size_t meta_bytes, const std::uint32_
     fill[bucket] = 0;
   };
   for (std::uint64_t lpn = 0; lpn < g_.exported_slots; ++lpn) {
-    const std::uint32_t ppn = l2p[lpn];
+    const std::uint32_t ppn = get(lpn);
     if (ppn == kUnmapped) continue;
     const std::size_t bucket = ppn >> shift;
     staged[bucket * kStaged + fill[bucket]] = std::uint64_t{ppn} << 32 | lpn;

@@ -7,6 +7,7 @@
 
 #include "hdd_geometry.h"
 #include "hdd_segments.h"
+#include "model_state.h"
 
 namespace devmodel {
 namespace {
@@ -39,6 +40,8 @@ class HddModel final : public Device {
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
   std::uint32_t rotation_rate_rpm() const override { return c_.rpm; }
   std::string CountersJson() const override;
+  bool SaveState(std::string* out, std::string* why) const override;
+  bool LoadState(internal::StateReader* in, std::string* why) override;
   std::uint64_t MemoryBytes() const override {
     return sizeof(*this) + segments_.capacity() * sizeof(Segment) + index_.MemoryBytes() +
            queue_.capacity() * sizeof(Cmd) + done_.size() * 32;
@@ -116,6 +119,151 @@ class HddModel final : public Device {
     std::uint64_t queue_depth_max = 0, sptf_aged_picks = 0;
   } n_;
 };
+
+// Every field of the model that a later request can see (model_state.h);
+// the geometry and configuration come from the profile.
+#define DEVMODEL_HDD_COUNTERS(X)                                                          \
+  X(reads) X(writes) X(flushes) X(trims) X(cache_read_hits) X(read_ahead_hits)           \
+  X(write_cache_absorbed) X(destages) X(media_commands) X(seeks) X(seek_cylinders)        \
+  X(seek_ns) X(rotational_wait_ns) X(media_busy_ns) X(queue_depth_max) X(sptf_aged_picks)
+
+bool HddModel::SaveState(std::string* out, std::string* /*why*/) const {
+  internal::StateWriter w(out);
+  w.Put(segments_.size());
+  for (const Segment& sg : segments_) {
+    for (std::uint64_t v : {std::uint64_t{sg.valid}, sg.start, sg.end, sg.ra_limit, sg.ready_ns,
+                            sg.ra_begin_ps, sg.ra_stop_ps, std::uint64_t{sg.zone}}) {
+      w.Put(v);
+    }
+  }
+  const std::vector<std::uint32_t> lru = index_.LruOrder();
+  w.Put(lru.size());
+  for (std::uint32_t i : lru) w.Put(i);
+  w.Put(active_segment_);
+  w.Put(queue_.size());
+  for (const Cmd& cmd : queue_) {
+    for (std::uint64_t v : {cmd.tag, cmd.lba, cmd.seq, std::uint64_t{cmd.sectors},
+                            std::uint64_t{cmd.write}, std::uint64_t{cmd.destage},
+                            std::uint64_t{cmd.cancelled}, cmd.arrival}) {
+      w.Put(v);
+    }
+  }
+  for (std::uint64_t v : {mech_free_, std::uint64_t{head_cylinder_}, std::uint64_t{head_},
+                          last_host_done_}) {
+    w.Put(v);
+  }
+  std::vector<std::pair<std::uint64_t, TimeNs>> done(done_.begin(), done_.end());
+  std::sort(done.begin(), done.end());  // the same bytes whatever the hash order
+  w.Put(done.size());
+  for (const auto& [tag, t] : done) {
+    w.Put(tag);
+    w.Put(t);
+  }
+  w.Put(flushes_.size());
+  for (const PendingFlush& f : flushes_) {
+    for (std::uint64_t v : {f.tag, f.seq_bound, f.remaining}) w.Put(v);
+  }
+  w.Put(dirty_bytes_);
+  auto releases = releases_;
+  w.Put(releases.size());
+  for (; !releases.empty(); releases.pop()) {
+    w.Put(releases.top().first);
+    w.Put(releases.top().second);
+  }
+  w.Put(destage_seq_);
+  w.Put(last_destage_done_);
+#define DEVMODEL_PUT(name) w.Put(n_.name);
+  DEVMODEL_HDD_COUNTERS(DEVMODEL_PUT)
+#undef DEVMODEL_PUT
+  return true;
+}
+
+bool HddModel::LoadState(internal::StateReader* in, std::string* why) {
+  auto fail = [why](const char* what) {
+    *why = std::string("HDD state: ") + what;
+    return false;
+  };
+  if (in->Get() != segments_.size()) return fail("segment count differs from the profile's");
+  for (Segment& sg : segments_) {
+    sg.valid = in->Get() != 0;
+    for (std::uint64_t* v : {&sg.start, &sg.end, &sg.ra_limit, &sg.ready_ns, &sg.ra_begin_ps,
+                             &sg.ra_stop_ps}) {
+      *v = in->Get();
+    }
+    const std::uint64_t zone = in->Get();
+    if (zone >= g_.zones().size() || sg.start > sg.end || sg.end > g_.total_sectors() ||
+        sg.ra_limit > g_.total_sectors() || (sg.valid && sg.start == sg.end)) {
+      return fail("a cache segment outside the disk");
+    }
+    sg.zone = static_cast<std::uint32_t>(zone);
+  }
+  const std::uint64_t valid =
+      static_cast<std::uint64_t>(std::count_if(segments_.begin(), segments_.end(),
+                                               [](const Segment& sg) { return sg.valid; }));
+  const std::uint64_t lru_count = in->GetCount();
+  if (lru_count != valid) return fail("segment order differs from the valid segments");
+  std::vector<bool> seen(segments_.size(), false);
+  for (std::uint64_t k = 0; k < lru_count; ++k) {
+    const std::uint64_t i = in->Get();
+    if (i >= segments_.size() || !segments_[i].valid || seen[i]) return fail("bad segment order");
+    seen[i] = true;
+    SyncSegment(i);  // valid from now on, most recently used: the saved order
+  }
+  active_segment_ = in->Get();
+  if (active_segment_ != kNever && active_segment_ >= segments_.size()) {
+    return fail("bad active segment");
+  }
+  const std::uint64_t queued = in->GetCount(8);
+  queue_.clear();
+  for (std::uint64_t k = 0; k < queued; ++k) {
+    Cmd cmd{};
+    cmd.tag = in->Get();
+    cmd.lba = in->Get();
+    cmd.seq = in->Get();
+    const std::uint64_t sectors = in->Get();
+    cmd.write = in->Get() != 0;
+    cmd.destage = in->Get() != 0;
+    cmd.cancelled = in->Get() != 0;
+    cmd.arrival = in->Get();
+    if (sectors == 0 || cmd.lba >= g_.total_sectors() || sectors > g_.total_sectors() - cmd.lba) {
+      return fail("a queued command outside the disk");
+    }
+    cmd.sectors = static_cast<std::uint32_t>(sectors);
+    queue_.push_back(cmd);
+  }
+  mech_free_ = in->Get();
+  const std::uint64_t cylinder = in->Get(), head = in->Get();
+  if (cylinder >= g_.cylinders() || head >= c_.heads) return fail("head position outside the disk");
+  head_cylinder_ = static_cast<std::uint32_t>(cylinder);
+  head_ = static_cast<std::uint32_t>(head);
+  last_host_done_ = in->Get();
+  done_.clear();
+  for (std::uint64_t k = 0, n = in->GetCount(2); k < n; ++k) {
+    const std::uint64_t tag = in->Get();
+    done_[tag] = in->Get();
+  }
+  flushes_.clear();
+  for (std::uint64_t k = 0, n = in->GetCount(3); k < n; ++k) {
+    PendingFlush f{};
+    f.tag = in->Get();
+    f.seq_bound = in->Get();
+    f.remaining = in->Get();
+    flushes_.push_back(f);
+  }
+  dirty_bytes_ = in->Get();
+  releases_ = {};
+  for (std::uint64_t k = 0, n = in->GetCount(2); k < n; ++k) {
+    const TimeNs t = in->Get();
+    releases_.emplace(t, in->Get());
+  }
+  destage_seq_ = in->Get();
+  last_destage_done_ = in->Get();
+#define DEVMODEL_GET(name) n_.name = in->Get();
+  DEVMODEL_HDD_COUNTERS(DEVMODEL_GET)
+#undef DEVMODEL_GET
+  if (!in->ok()) return fail("truncated");
+  return true;
+}
 
 HddModel::Plan HddModel::MakePlan(const Cmd& cmd, TimeNs t) const {
   const HddPosition p = g_.Locate(cmd.lba);

@@ -70,6 +70,13 @@ class HddSegmentIndex {
     return head_;
   }
 
+  // The valid segments, least recently used first (a saved state's order:
+  // Set()ting them valid in this order on a fresh index rebuilds it).
+  std::vector<std::uint32_t> LruOrder() const {
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t i = head_; i != kNone; i = next_[i]) order.push_back(i);
+    return order;
+  }
   std::uint64_t MemoryBytes() const {
     return (start_.capacity() + reach_.capacity() + invalid_.capacity()) * 8 +
            (prev_.capacity() + next_.capacity()) * 4 + buckets_.capacity() * 2;

@@ -444,6 +444,7 @@ class Loader {
  public:
   Loader(std::string name, std::string* error) : name_(std::move(name)), error_(error) {}
   void set_state_cache_dir(std::string dir) { state_cache_dir_ = std::move(dir); }
+  void set_without_precondition(bool v) { without_precondition_ = v; }
 
   bool Fail(const toml::value& at, const std::string& what) {
     const auto line = at.location().line();
@@ -614,6 +615,7 @@ class Loader {
     if (inner == "ssd") {
       SsdConfig c;
       if (!Require(root, "ssd") || !Apply(root, "ssd", SsdKeys(), &c)) return nullptr;
+      if (without_precondition_) c.precondition = Precondition::kNone;
       if (!check_only) {
         device = NewSsd(c, seed, SsdStateCache{state_cache_dir_, CanonicalText(root.at("ssd"))},
                         &why);
@@ -817,6 +819,7 @@ class Loader {
   std::string name_;
   std::string* error_;
   std::string state_cache_dir_;
+  bool without_precondition_ = false;
   std::string backing_;
   std::string model_;
   bool stand_in_polls_ = false;
@@ -837,6 +840,7 @@ std::unique_ptr<Device> LoadProfileFromString(const std::string& toml_text, cons
   std::string ignored;
   Loader loader(name, error != nullptr ? error : &ignored);
   loader.set_state_cache_dir(options.state_cache_dir);
+  loader.set_without_precondition(options.without_precondition);
   try {
     return loader.Build(toml_text, seed, /*check_only=*/false);
   } catch (const std::exception& e) {  // toml11 lookups and allocation

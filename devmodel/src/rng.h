@@ -39,6 +39,13 @@ class Rng {
   // Exponential with the given mean; uses DeterministicLog, not libm.
   double Exponential(double mean) { return -mean * DeterministicLog(1.0 - Uniform()); }
 
+  // The generator's four words, for a saved model state (model_state.h).
+  void SaveWords(std::uint64_t out[4]) const {
+    for (int i = 0; i < 4; ++i) out[i] = s_[i];
+  }
+  void LoadWords(const std::uint64_t in[4]) {
+    for (int i = 0; i < 4; ++i) s_[i] = in[i];
+  }
   // Natural log built from + - * / only (IEEE-exact operations), so results
   // do not depend on the libm version. |error| < 1e-12 relative for x > 0.
   static double DeterministicLog(double x) {

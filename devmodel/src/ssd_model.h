@@ -45,6 +45,7 @@
 #include "devmodel/ssd.h"
 #include "devmodel/tag_map.h"
 #include "ftl.h"
+#include "model_state.h"
 #include "ring.h"
 #include "rng.h"
 
@@ -66,6 +67,10 @@ class SsdModel final : public Device, private FtlListener {
   std::uint32_t logical_block_bytes() const override { return c_.logical_block_bytes; }
   std::string CountersJson() const override;
   std::uint64_t MemoryBytes() const override;
+  // model_state.h; refused while a read is not final. LoadState REQUIRES a
+  // model built with Precondition::kNone (the state holds the FTL's).
+  bool SaveState(std::string* out, std::string* why) const override;
+  bool LoadState(StateReader* in, std::string* why) override;
 
   const Ftl& ftl() const { return ftl_; }
   // True if the precondition's state came from a state file (state_cache.h).

@@ -5,9 +5,17 @@
 // QEMU opens it. Same arguments, same bytes.
 //
 // Usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR]
+//                     [--load-state FILE] [--save-state FILE]
 //                     [--bw-log PREFIX --log-avg-msec N] --runtime TIME PROFILE JOB...
 //   --state-cache DIR: keep a steady-preconditioned drive's built state in
 //         DIR (devmodel_open_cached); without it the state is replayed.
+//   --load-state FILE: start from the drive a run with --save-state left
+//         (devmodel_open_state, at time 0; the model's seed is the saved
+//         one, --seed still draws the jobs' offsets). Same profile text only.
+//   --save-state FILE: at the end, complete the requests still in flight
+//         (not measured) and save the model's whole state to FILE
+//         (devmodel_save_state), e.g. after a fill, for later runs. The
+//         counters printed then include the completed requests.
 //   --bw-log PREFIX, --log-avg-msec N: each job's bandwidth per N ms as
 //         fio's write_bw_log with log_avg_msec writes it, in PREFIX_bw.J.log
 //         (J: the job's index + 1), e.g. a fill's fill_bw.1.log.
@@ -40,8 +48,9 @@ int Fail(const std::string& message) {
 
 int Usage() {
   std::fputs(
-      "usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] [--bw-log PREFIX "
-      "--log-avg-msec N] --runtime TIME PROFILE NAME:key=value,...\n"
+      "usage: devmodel-sim [--seed N] [--ramp TIME] [--state-cache DIR] [--load-state FILE] "
+      "[--save-state FILE] [--bw-log PREFIX --log-avg-msec N] --runtime TIME PROFILE "
+      "NAME:key=value,...\n"
       "  job keys: rw bs iodepth rwmixread rate offset size io_size queue (see the source's "
       "header)\n",
       stderr);
@@ -52,7 +61,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   devmodel::sim::SimSpec spec;
-  std::string profile, error, state_cache, bw_log;
+  std::string profile, error, state_cache, bw_log, load_state, save_state;
   bool have_runtime = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -70,6 +79,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--state-cache" && has_value) {
       state_cache = argv[++i];
       if (state_cache.empty()) return Fail("--state-cache needs a directory");
+    } else if (arg == "--load-state" && has_value) {
+      load_state = argv[++i];
+      if (load_state.empty()) return Fail("--load-state needs a file");
+    } else if (arg == "--save-state" && has_value) {
+      save_state = argv[++i];
+      if (save_state.empty()) return Fail("--save-state needs a file");
     } else if (arg == "--bw-log" && has_value) {
       bw_log = argv[++i];
       if (bw_log.empty()) return Fail("--bw-log needs a file name prefix");
@@ -107,18 +122,33 @@ int main(int argc, char** argv) {
     return Fail("--bw-log and --log-avg-msec go together");
   }
 
+  if (!load_state.empty() && !state_cache.empty()) {
+    return Fail("--load-state and --state-cache exclude each other (a loaded state is built)");
+  }
+
   char* err = nullptr;
-  devmodel_t* model = devmodel_open_cached(
-      profile.c_str(), spec.seed, state_cache.empty() ? nullptr : state_cache.c_str(), &err);
+  devmodel_t* model =
+      !load_state.empty()
+          ? devmodel_open_state(profile.c_str(), load_state.c_str(), 0, &err)
+          : devmodel_open_cached(profile.c_str(), spec.seed,
+                                 state_cache.empty() ? nullptr : state_cache.c_str(), &err);
   if (model == nullptr) {
     const std::string message = err != nullptr ? err : "devmodel_open failed";
     devmodel_free(err);
     return Fail(message);
   }
   std::vector<devmodel::sim::JobResult> results;
-  if (!devmodel::sim::Run(model, spec, &results, &error)) {
+  std::uint64_t idle_ns = 0;
+  if (!devmodel::sim::RunAndDrain(model, spec, &results, save_state.empty() ? nullptr : &idle_ns,
+                                  &error)) {
     devmodel_close(model);
     return Fail(profile + ": " + error);
+  }
+  if (!save_state.empty() && devmodel_save_state(model, idle_ns, save_state.c_str(), &err) != 1) {
+    const std::string message = err != nullptr ? err : "devmodel_save_state failed";
+    devmodel_free(err);
+    devmodel_close(model);
+    return Fail(message);
   }
   for (std::size_t j = 0; !bw_log.empty() && j < results.size(); ++j) {
     const std::string path = bw_log + "_bw." + std::to_string(j + 1) + ".log";

@@ -297,6 +297,11 @@ bool ParseJob(const std::string& text, JobSpec* job, std::string* error) {
 
 bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results,
          std::string* error) {
+  return RunAndDrain(model, spec, results, nullptr, error);
+}
+
+bool RunAndDrain(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results,
+                 std::uint64_t* idle_ns, std::string* error) {
   const std::uint64_t capacity = devmodel_capacity_bytes(model);
   const std::uint64_t block = devmodel_logical_block_bytes(model);
   const std::uint64_t end = spec.ramp_ns + spec.runtime_ns;
@@ -418,6 +423,23 @@ bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results
     free_slot(e.job, e.slot, e.time_ns);
     if (st.in_flight == 0 && js.io_size_bytes != 0) result.finished = true;
   }
+  if (idle_ns == nullptr) return true;
+  // What is left are requests in flight (issues all fall before the end).
+  std::uint64_t idle = end;
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
+    Slot& slot = jobs[e.job].slots[e.slot];
+    idle = std::max(idle, e.time_ns);
+    if (e.kind != Kind::kIssue && !slot.final) {
+      devmodel_completion c;
+      devmodel_poll(model, slot.tag, e.time_ns, &c, &err);
+      if (err != nullptr) return refused("job " + spec.jobs[e.job].name);
+      slot.final = c.final != 0;
+      push(std::max<std::uint64_t>(c.deadline_ns, e.time_ns), e.job, e.slot, Kind::kDone);
+    }
+  }
+  *idle_ns = idle;
   return true;
 }
 

@@ -101,11 +101,19 @@ bool ParseJob(const std::string& text, JobSpec* job, std::string* error);
 bool ParseTime(const std::string& text, std::uint64_t* ns, std::string* error);
 
 // Runs every job of `spec` at once on `model` from virtual time 0.
-// REQUIRES a freshly opened model (its clock has not moved past 0). Returns
+// REQUIRES a freshly opened model (its clock has not moved past 0), or one
+// opened from a saved state at time 0 (devmodel_open_state). Returns
 // false and sets *error when the model refuses a request or a job does not
 // fit the device.
 bool Run(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results,
          std::string* error);
+// Run, then completes the requests still in flight at the end of the
+// runtime (polled to final, not measured, as fio does not count them) and
+// sets *idle_ns to when the model holds none: the later of the runtime's
+// end and the last completion, the instant to save its state at
+// (devmodel_save_state).
+bool RunAndDrain(devmodel_t* model, const SimSpec& spec, std::vector<JobResult>* results,
+                 std::uint64_t* idle_ns, std::string* error);
 
 // The results as fio-style JSON: {"devmodel-sim": {...}, "jobs": [{"jobname",
 // "read": {"total_ios", "io_bytes", "bw_bytes", "iops", "clat_ns": {"min",

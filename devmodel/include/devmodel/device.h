@@ -11,6 +11,10 @@
 
 namespace devmodel {
 
+namespace internal {
+class StateReader;  // src/model_state.h
+}  // namespace internal
+
 // Nanoseconds of virtual time (QEMU_CLOCK_VIRTUAL). Models never read a clock;
 // every call carries the current time.
 using TimeNs = std::uint64_t;
@@ -99,6 +103,22 @@ class Device {
 
   // Heap bytes held by the model's state (approximate, excludes malloc slack).
   virtual std::uint64_t MemoryBytes() const = 0;
+
+  // The model's whole state (src/model_state.h says what it is per model),
+  // appended to *out. False with *why, and *out unchanged, when it cannot be
+  // saved exactly now (a request held; a model that keeps no such state).
+  virtual bool SaveState(std::string* /*out*/, std::string* why) const {
+    *why = "this model cannot save its state";
+    return false;
+  }
+  // On a model just built from the same configuration and not used yet (an
+  // SSD built without its precondition): takes the state SaveState wrote
+  // from `in`. False with *why on data that does not fit this model (the
+  // model is then unusable: the caller discards it).
+  virtual bool LoadState(internal::StateReader* /*in*/, std::string* why) {
+    *why = "this model cannot load a state";
+    return false;
+  }
 
  protected:
   Device() = default;

@@ -119,6 +119,34 @@ devmodel_t* devmodel_open(const char* profile_path, uint64_t seed, char** errptr
 devmodel_t* devmodel_open_cached(const char* profile_path, uint64_t seed,
                                  const char* state_cache_dir, char** errptr);
 
+/* Saves the whole state of `model` at `now_ns` to the file `state_path`
+ * (written to a temporary name beside it, then renamed), so that a later
+ * devmodel_open_state starts from the drive this run left (a database
+ * loaded once, used by many runs). What the state holds per model, and why
+ * it is exact, is in the library's src/model_state.h. Refused, with
+ * nothing written, while a request is held (a completion not final, a
+ * final deadline after now_ns, a lost request not cancelled), and while a
+ * slow fault lowers a cloud volume's rate limit. The fault schedule's
+ * bookkeeping (origin, request numbers, resets) is not saved. The file
+ * (format version 1) records this library's version and source hash, the
+ * profile's identity (a hash of its text, its model, capacity and logical
+ * block size), the seed and the save instant. Returns 1, or 0 with
+ * *errptr set. */
+int devmodel_save_state(devmodel_t* model, uint64_t now_ns, const char* state_path,
+                        char** errptr);
+
+/* Opens the profile at `profile_path` with the state in `state_path` that
+ * devmodel_save_state wrote at its save instant T: the drive as it was
+ * then, seen from caller time `now_ns` on. Caller time t is the saving
+ * model's T + (t - now_ns), so background work and idle timers go on as if
+ * the caller's clock had continued from T (an HDD's platter too). The
+ * seed is the saving model's (its random streams are in the state). A file
+ * of another format version, damaged or truncated, saved by another build
+ * of this library or for another profile text is refused with a message
+ * naming what differs; NULL and *errptr set. */
+devmodel_t* devmodel_open_state(const char* profile_path, const char* state_path,
+                                uint64_t now_ns, char** errptr);
+
 /* Destroys `model`. NULL is allowed and ignored. */
 void devmodel_close(devmodel_t* model);
 

@@ -262,6 +262,16 @@ class FaultyDevice final : public Device {
   bool Failed(TimeNs now) const { return schedule_.Failed(now); }
   bool HostReset(TimeNs now) { return schedule_.HostReset(now); }
 
+  // The inner model's state (Device::SaveState); refused while a request is
+  // held (not final, or lost and not cancelled). The schedule's bookkeeping
+  // is not part of it (src/model_state.h).
+  bool SaveState(std::string* out, std::string* why) const override;
+  bool LoadState(internal::StateReader* in, std::string* why) override;
+  // Runs the inner model on a clock `offset` ns ahead of the caller's
+  // (modulo 2^64): a model loaded from a state saved at T and opened at T0
+  // gets T - T0 (src/model_state.h). The schedule stays on the caller's.
+  void SetInnerClockOffset(TimeNs offset);
+
  private:
   std::unique_ptr<Device> inner_;
   FaultSchedule schedule_;

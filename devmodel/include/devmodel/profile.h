@@ -31,6 +31,9 @@ struct LoadOptions {
   // Directory for the built state of SSDs preconditioned "steady", one file
   // per [ssd] section and seed (SsdStateCache); empty: replay at every start.
   std::string state_cache_dir;
+  // Build an SSD factory-fresh whatever its precondition says: its state is
+  // about to be loaded (Device::LoadState), which holds the FTL's.
+  bool without_precondition = false;
 };
 std::unique_ptr<Device> LoadProfile(const std::string& path, std::uint64_t seed,
                                     const LoadOptions& options, std::string* error);
