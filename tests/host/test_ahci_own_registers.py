@@ -20,6 +20,17 @@ build/qemu; without a build the tests are skipped.
   (zeros, null-co read-zeroes) with dma_buf_read() from
   ide_sector_read_cb(), the block layer's completion, which holds no guard:
   before 0069 the zeros land (PxCMD 0); with it they are refused.
+- No device model, the completion's MSI (qemu-patches/0070): a READ DMA
+  and a READ FPDMA QUEUED into RAM, and a FLUSH CACHE, with the MSI aimed
+  at PxCMD as above. Expected from the code: the block layer completes the
+  request in its own bottom half (blk_aio_complete_bh(), scheduled with no
+  guard), which calls ide_dma_cb() or ncq_cb() through dma_blk_cb() (the
+  reads) or ide_flush_cb() (the flush); they end in ahci_cmd_done() or
+  ncq_finish(), whose D2H or Set Device Bits FIS raises DHRS or SDBS, and
+  pci_ich9_ahci_update_irq() sends the MSI with no guard engaged, so before
+  0070 the write lands (PxCMD 0); with it the MSI holds the controller's
+  guard and is refused. A fix in the DMA helpers alone would leave the
+  flush's MSI landing.
 """
 
 import os
@@ -33,7 +44,8 @@ sys.path.insert(0, str(REPO / "tests" / "fuzz" / "qtest"))
 
 from blkfuzz.ahci import (ABAR, CLB_AREA, CMD_FRE, CMD_POD, CMD_ST,  # noqa: E402
                           CMD_SUD, GHC, PX_CI, PX_CLB, PX_CLBU, PX_CMD, PX_FB,
-                          PX_FBU, PX_IE, PX_IS, PX_SERR, SLOT, TABLE_AREA)
+                          PX_FBU, PX_IE, PX_IS, PX_SACT, PX_SERR, SLOT,
+                          TABLE_AREA)
 from blkfuzz.common import GUEST_RAM, PROFILE_DIR, PciDev  # noqa: E402
 from blkfuzz.qtest import QTestVM  # noqa: E402
 
@@ -82,10 +94,14 @@ def start_port0(vm, pci):
 
 
 def issue(vm, command, prd_addr, prd_bytes):
-    """Slot 0: a one-sector ATA `command` at LBA 0 with one PRD."""
+    """Slot 0: a one-sector ATA `command` at LBA 0 with one PRD; READ FPDMA
+    QUEUED (60h) as tag 0, its count in the features field, PxSACT set."""
     table = TABLE_AREA
     fis = bytearray(0x40)
     fis[0], fis[1], fis[2], fis[7], fis[12] = 0x27, 0x80, command, 0x40, 1
+    if command == 0x60:
+        fis[3], fis[12] = 1, 0
+        vm.writel(ABAR + 0x100 + PX_SACT, 1)
     prd = prd_addr.to_bytes(8, "little") + bytes(4) + (
         prd_bytes - 1).to_bytes(4, "little")
     vm.memwrite(table, bytes(fis) + bytes(0x40) + prd)
@@ -93,6 +109,19 @@ def issue(vm, command, prd_addr, prd_bytes):
         table.to_bytes(8, "little") + bytes(16)
     vm.memwrite(CLB_AREA, header)
     vm.writel(ABAR + 0x100 + PX_CI, 1)
+
+
+def aim_msi_at_pxcmd(pci):
+    """MSI on, its address port 0's PxCMD, its data 0."""
+    cap = pci.find_cap(0x05)
+    assert cap is not None, "ich9-ahci has no MSI capability"
+    control = pci.read(cap + 2, 2)
+    pci.write(cap + 4, PXCMD0)
+    data_reg = cap + 0xC if control & 0x80 else cap + 8
+    if control & 0x80:
+        pci.write(cap + 8, 0)
+    pci.write(data_reg, 0, 2)
+    pci.write(cap + 2, control | 1, 2)
 
 
 def assert_refused(pxcmd, stderr, what):
@@ -108,15 +137,7 @@ def test_model_completion_msi_over_own_registers_is_refused(tmp_path):
     with QTestVM(str(QEMU), qemu_args("samsung-970evoplus-1t"), err) as vm:
         pci = PciDev(vm, SLOT << 3)
         start_port0(vm, pci)
-        cap = pci.find_cap(0x05)
-        assert cap is not None, "ich9-ahci has no MSI capability"
-        control = pci.read(cap + 2, 2)
-        pci.write(cap + 4, PXCMD0)
-        data_reg = cap + 0xC if control & 0x80 else cap + 8
-        if control & 0x80:
-            pci.write(cap + 8, 0)
-        pci.write(data_reg, 0, 2)
-        pci.write(cap + 2, control | 1, 2)      # MSI on
+        aim_msi_at_pxcmd(pci)
         issue(vm, 0xC8, DATA, 512)              # READ DMA into RAM
         assert vm.readl(ABAR + 0x100 + PX_CI) == 1, "done before the model's deadline"
         vm.clock_step(10_000_000)               # past the model's deadline
@@ -135,3 +156,21 @@ def test_pio_copy_over_own_registers_is_refused(tmp_path):
         assert vm.readl(ABAR + 0x100 + PX_CI) == 0, "READ SECTORS did not complete"
         pxcmd = vm.readl(PXCMD0)
     assert_refused(pxcmd, err, "the PIO copy")
+
+
+@pytest.mark.parametrize("command", [0xC8, 0x60, 0xE7],
+                         ids=["read-dma", "read-fpdma-queued", "flush"])
+def test_unmodelled_completion_msi_over_own_registers_is_refused(tmp_path,
+                                                                 command):
+    err = tmp_path / "stderr"
+    with QTestVM(str(QEMU), qemu_args(None), err) as vm:
+        pci = PciDev(vm, SLOT << 3)
+        start_port0(vm, pci)
+        aim_msi_at_pxcmd(pci)
+        issue(vm, command, DATA, 512)
+        for _ in range(10):                     # the block layer's completion
+            vm.clock_step(0)
+        done = vm.readl(ABAR + 0x100 + PX_CI) | vm.readl(ABAR + 0x100 + PX_SACT)
+        assert done == 0, f"command {command:#x} did not complete"
+        pxcmd = vm.readl(PXCMD0)
+    assert_refused(pxcmd, err, "the completion's MSI")
