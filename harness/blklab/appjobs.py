@@ -23,10 +23,11 @@ The prepare step runs in every cell, before the measured phase: its I/O
 reaches the block layer's counters of the whole cell (`disk_stats`) but not
 a job's own (`workload.apps[].disk_stats`, the measured window only). It
 is not kept across cells: a cell starts from the guest saved before its
-filesystem is made, and the device model's state (what the load wrote,
-its mapping, caches and credits) cannot be saved or restored through its
-C ABI, so a cell restored on loaded data would be timed by a model that
-never saw the load (scenarios/README.md, "Applications").
+filesystem is made. The model's C ABI can save a drive's state after a
+run and open a model from it (devmodel_save_state, devmodel_open_state),
+but QEMU's glue and this harness do not use it yet, and without it a cell
+restored on loaded data would be timed by a model that never saw the load
+(scenarios/README.md, "Applications").
 
 Latency percentiles: sysbench's from its own latency histogram
 (`--histogram=on`: 1024 buckets, log-spaced from 0.001 ms to 100000 ms,
